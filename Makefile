@@ -1,0 +1,35 @@
+# Two commands for a fresh machine with nothing but Python:
+#   make lab    open the book in JupyterLab
+#   make test   run every test, the notebooks included (on the CUDA simulator without a GPU)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test unit notebooks execute-notebooks clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=book $(LAB_ARGS)
+
+test: unit notebooks
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests
+
+# nbval runs every notebook and compares each output with the one stored in it.
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest --nbval --nbval-current-env \
+		--nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider book
+
+# Re-run every notebook on the simulator and store its outputs (after editing a notebook).
+execute-notebooks: $(STAMP)
+	GPULIB_BACKEND=sim $(BIN)/python tools/run_notebooks.py --inplace book/*.ipynb
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,81 @@
+"""Input checks and device transfers shared by every kernel wrapper.
+
+Wrappers call ``require`` on each argument before anything is launched, so a wrong shape,
+dtype or layout is a ValueError that names the argument, never a wrong answer or a crash
+inside a kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from numba import cuda
+
+
+def is_device_array(a) -> bool:
+    """True for Numba device arrays (and the simulator's) and CuPy arrays."""
+    return hasattr(a, "copy_to_host") or hasattr(a, "__cuda_array_interface__")
+
+
+def _c_contiguous(a) -> bool:
+    if hasattr(a, "is_c_contiguous"):
+        return a.is_c_contiguous()
+    if hasattr(a, "flags"):
+        return bool(a.flags["C_CONTIGUOUS"])
+    return True
+
+
+def require(a, name: str, ndim: int, dtype=np.float32, layout: str = "") -> None:
+    """Raise ValueError unless ``a`` is a C-contiguous ``ndim``-D array of ``dtype``.
+
+    ``layout`` (e.g. "[N, n_in]") is quoted in the message so the reader sees what was meant.
+    """
+    what = f"{name} {layout}".strip()
+    if not (hasattr(a, "shape") and hasattr(a, "dtype")):
+        raise ValueError(f"{what} must be a NumPy or device array, not {type(a).__name__}")
+    if len(a.shape) != ndim:
+        raise ValueError(f"{what} must be {ndim}-D, but has shape {tuple(a.shape)}")
+    if dtype is not None and np.dtype(a.dtype) != np.dtype(dtype):
+        raise ValueError(
+            f"{what} must have dtype {np.dtype(dtype).name}, not {np.dtype(a.dtype).name}"
+            + (" (convert with .astype(np.float32))" if np.dtype(dtype) == np.float32 else "")
+        )
+    if not _c_contiguous(a):
+        raise ValueError(
+            f"{what} must be C-contiguous (row-major); pass np.ascontiguousarray({name})"
+        )
+    if any(d == 0 for d in a.shape):
+        raise ValueError(f"{what} is empty (shape {tuple(a.shape)})")
+
+
+def require_int_labels(labels, name: str, n: int, num_classes: int) -> None:
+    """Labels: a 1-D int32 array of length n; values are checked when it is on the host."""
+    require(labels, name, 1, np.int32, "[N]")
+    if labels.shape[0] != n:
+        raise ValueError(f"{name} has {labels.shape[0]} entries but there are {n} samples")
+    if not is_device_array(labels):
+        lo, hi = int(labels.min()), int(labels.max())
+        if lo < 0 or hi >= num_classes:
+            raise ValueError(f"{name} must lie in [0, {num_classes}), found values {lo}..{hi}")
+
+
+def to_device(a):
+    """``a`` on the device: device arrays pass through, NumPy arrays are copied over."""
+    return a if is_device_array(a) else cuda.to_device(a)
+
+
+def output(out, shape, name: str = "out", dtype=np.float32):
+    """The output array: ``out`` checked against ``shape``, or a fresh device array."""
+    if out is None:
+        return cuda.device_array(shape, dtype=dtype)
+    require(out, name, len(shape), dtype)
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, not {tuple(out.shape)}")
+    if not is_device_array(out):
+        raise ValueError(f"{name} must be a device array (see gpulib.poisoned)")
+    return out
+
+
+def blocks(n: int, threads: int) -> int:
+    """Number of blocks of ``threads`` threads that cover ``n`` items (rounded up)."""
+    return (n + threads - 1) // threads

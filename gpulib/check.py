@@ -1,0 +1,139 @@
+"""Checking a kernel's output against its float64 NumPy reference.
+
+The workflow every test and notebook follows::
+
+    out = poisoned((n, k))            # every element holds a marked NaN
+    some_kernel_wrapper(..., out=out) # the kernel should overwrite all of them
+    validate(out, reference(...))     # unwritten, NaN or wrong elements all fail, loudly
+
+Poisoning matters: device memory that a kernel forgot to write may still hold the right
+answer from an earlier run, and a check on such memory passes by luck.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# A NaN with a payload that arithmetic does not produce (computed NaNs are canonical), so an
+# element that still carries it was never written.
+_POISON_BITS = {
+    np.dtype(np.float16): (np.uint16, 0x7E5D),
+    np.dtype(np.float32): (np.uint32, 0x7FC0DEAD),
+    np.dtype(np.float64): (np.uint64, 0x7FF8DEADDEADDEAD),
+}
+
+# Default relative tolerances: the error allowed, relative to the largest reference value.
+DEFAULT_RTOL = {
+    np.dtype(np.float16): 1e-2,
+    np.dtype(np.float32): 1e-5,
+    np.dtype(np.float64): 1e-12,
+}
+
+
+class ValidationError(AssertionError):
+    """A kernel's output disagrees with its reference (or was never written)."""
+
+
+def poison_value(dtype) -> np.ndarray:
+    """The marked NaN (as a 0-d array) used to fill outputs of this dtype before a launch."""
+    dtype = np.dtype(dtype)
+    if dtype in _POISON_BITS:
+        utype, bits = _POISON_BITS[dtype]
+        return np.array(bits, dtype=utype).view(dtype)
+    if dtype.kind in "iu":
+        return np.array(np.iinfo(dtype).min if dtype.kind == "i" else np.iinfo(dtype).max, dtype)
+    raise ValueError(f"cannot poison dtype {dtype}")
+
+
+def unwritten_mask(arr: np.ndarray) -> np.ndarray:
+    """True where ``arr`` still holds the poison value bit for bit."""
+    arr = np.asarray(arr)
+    marker = poison_value(arr.dtype)
+    if arr.dtype in _POISON_BITS:
+        utype, _ = _POISON_BITS[arr.dtype]
+        return arr.view(utype) == marker.view(utype)
+    return arr == marker
+
+
+def poisoned(shape, dtype=np.float32, device: bool = True):
+    """A new output array filled with the poison value; on the device unless ``device=False``."""
+    host = np.full(shape, poison_value(dtype), dtype=dtype)
+    if not device:
+        return host
+    from numba import cuda
+
+    return cuda.to_device(host)
+
+
+def _to_host(a) -> np.ndarray:
+    if hasattr(a, "copy_to_host"):
+        return a.copy_to_host()
+    if hasattr(a, "get"):  # CuPy
+        return a.get()
+    return np.asarray(a)
+
+
+@dataclass
+class Validation:
+    """What ``validate`` found: the worst error relative to the reference's largest value."""
+
+    name: str
+    max_abs_err: float
+    rel_err: float
+    rtol: float
+    worst_index: tuple
+
+    def __str__(self) -> str:
+        return (
+            f"{self.name}: OK, relative error {self.rel_err:.1e} "
+            f"(tolerance {self.rtol:.0e})"
+        )
+
+
+def validate(out, ref, rtol: float | None = None, name: str = "output") -> Validation:
+    """Compare a kernel's output with its float64 reference; raise ValidationError if it is off.
+
+    The error measure is max|out - ref| / max|ref|: relative to the reference's scale, so
+    elements near zero (where float32 sums cancel) do not fail on rounding. Every element
+    must have been written (no poison left) and be finite where the reference is finite.
+    """
+    got = _to_host(out)
+    want = np.asarray(ref, dtype=np.float64)
+    if got.shape != want.shape:
+        raise ValidationError(f"{name}: shape {got.shape}, reference has {want.shape}")
+    if rtol is None:
+        rtol = DEFAULT_RTOL.get(got.dtype, 1e-5)
+
+    if got.dtype.kind in "fiu" and got.size:
+        unwritten = unwritten_mask(got)
+        if unwritten.any():
+            idx = tuple(int(i) for i in np.argwhere(unwritten)[0])
+            raise ValidationError(
+                f"{name}: {int(unwritten.sum())} of {got.size} elements were never written "
+                f"(still poisoned), the first at index {idx}"
+            )
+    got64 = got.astype(np.float64)
+    bad = ~np.isfinite(got64) & np.isfinite(want)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValidationError(
+            f"{name}: {int(bad.sum())} elements are NaN or infinite where the reference is "
+            f"finite, the first at index {idx} (value {got64[idx]}, reference {want[idx]})"
+        )
+    if not got.size:
+        return Validation(name, 0.0, 0.0, rtol, ())
+    diff = np.abs(got64 - want)
+    diff[~np.isfinite(want) & (got64 == want)] = 0.0
+    worst = np.unravel_index(int(np.nanargmax(diff)), diff.shape)
+    worst = tuple(int(i) for i in worst)
+    scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)) or 1.0
+    max_abs = float(diff[worst])
+    rel = max_abs / scale
+    if not rel <= rtol:  # also catches NaN
+        raise ValidationError(
+            f"{name}: relative error {rel:.2e} exceeds tolerance {rtol:.0e}; worst at index "
+            f"{worst}: got {got64[worst]!r}, reference {want[worst]!r}"
+        )
+    return Validation(name, max_abs, rel, rtol, worst)

@@ -1,0 +1,149 @@
+"""Data sets: scikit-learn's bundled 8x8 digits (the default) and a reader for MNIST IDX files."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class Split:
+    """Features (float32, one sample per row) and integer labels of a train/test split."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+
+    @property
+    def num_features(self) -> int:
+        return self.X_train.shape[1]
+
+    @property
+    def num_classes(self) -> int:
+        return int(max(self.y_train.max(), self.y_test.max())) + 1
+
+
+def load_digits(test_fraction: float = 0.2, seed: int = 0) -> Split:
+    """The 1,797 handwritten digits (8x8, 16 grey levels) bundled with scikit-learn.
+
+    Pixels are scaled to [0, 1] and flattened to 64 features; the split is shuffled with
+    ``seed`` and stratified, so every class appears in both parts. No download is needed.
+    """
+    from sklearn.datasets import load_digits as sk_load_digits
+
+    digits = sk_load_digits()
+    X = (digits.data / 16.0).astype(np.float32)
+    y = digits.target.astype(np.int32)
+    return _split(X, y, test_fraction, seed)
+
+
+def _split(X, y, test_fraction, seed) -> Split:
+    if not 0.0 < test_fraction < 1.0:
+        raise ValueError(f"test_fraction must lie between 0 and 1, not {test_fraction}")
+    rng = np.random.default_rng(seed)
+    test_idx = []
+    for label in np.unique(y):
+        idx = rng.permutation(np.flatnonzero(y == label))
+        test_idx.extend(idx[: max(1, round(len(idx) * test_fraction))])
+    test = np.zeros(len(y), dtype=bool)
+    test[test_idx] = True
+    train_idx = rng.permutation(np.flatnonzero(~test))
+    test_idx = rng.permutation(np.flatnonzero(test))
+    return Split(X[train_idx], y[train_idx], X[test_idx], y[test_idx])
+
+
+# IDX: a big-endian header (two zero bytes, a type code, the number of dimensions), then one
+# big-endian uint32 per dimension, then the data. MNIST ships images as ubyte 3-D arrays and
+# labels as ubyte 1-D arrays, usually gzipped.
+_IDX_TYPES = {
+    0x08: np.dtype(np.uint8),
+    0x09: np.dtype(np.int8),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+
+
+def read_idx(path) -> np.ndarray:
+    """Read one IDX file (plain or .gz), e.g. MNIST's train-images-idx3-ubyte.gz."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4:
+        raise ValueError(f"{path}: too short to be an IDX file ({len(raw)} bytes)")
+    zero, type_code, ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0:
+        raise ValueError(f"{path}: not an IDX file (the first two bytes must be zero)")
+    if type_code not in _IDX_TYPES:
+        raise ValueError(f"{path}: unknown IDX data type 0x{type_code:02X}")
+    header = 4 + 4 * ndim
+    if len(raw) < header:
+        raise ValueError(f"{path}: header promises {ndim} dimensions but the file ends early")
+    shape = struct.unpack(f">{ndim}I", raw[4:header])
+    dtype = _IDX_TYPES[type_code]
+    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if len(raw) - header != expected:
+        raise ValueError(
+            f"{path}: shape {shape} of {dtype} needs {expected} data bytes, "
+            f"the file has {len(raw) - header}"
+        )
+    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
+
+
+def write_idx(path, array: np.ndarray) -> None:
+    """Write ``array`` as an IDX file (gzipped if the name ends in .gz); the inverse of read_idx."""
+    array = np.asarray(array)
+    for code, idx_dtype in _IDX_TYPES.items():
+        if (array.dtype.kind, array.dtype.itemsize) == (idx_dtype.kind, idx_dtype.itemsize):
+            break
+    else:
+        raise ValueError(f"IDX cannot store dtype {array.dtype}")
+    header = struct.pack(f">HBB{array.ndim}I", 0, code, array.ndim, *array.shape)
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "wb") as f:
+        f.write(header + array.astype(idx_dtype).tobytes())
+
+
+def load_mnist(directory, test_fraction: float | None = None) -> Split:
+    """MNIST from the four standard IDX files in ``directory`` (plain or .gz).
+
+    Images become float32 rows of 784 pixels in [0, 1]. The official train/test split is
+    used unless ``test_fraction`` asks for a fresh one.
+    """
+    directory = Path(directory)
+
+    def find(stem):
+        for name in (stem, stem + ".gz"):
+            if (directory / name).exists():
+                return directory / name
+        raise FileNotFoundError(f"{stem}[.gz] not found in {directory}")
+
+    def images(stem):
+        arr = read_idx(find(stem))
+        if arr.ndim != 3:
+            raise ValueError(f"{stem}: images must be 3-D [n, rows, cols], got shape {arr.shape}")
+        return (arr.reshape(arr.shape[0], -1) / 255.0).astype(np.float32)
+
+    def labels(stem):
+        arr = read_idx(find(stem))
+        if arr.ndim != 1:
+            raise ValueError(f"{stem}: labels must be 1-D, got shape {arr.shape}")
+        return arr.astype(np.int32)
+
+    X_train, y_train = images("train-images-idx3-ubyte"), labels("train-labels-idx1-ubyte")
+    X_test, y_test = images("t10k-images-idx3-ubyte"), labels("t10k-labels-idx1-ubyte")
+    for X, y, part in ((X_train, y_train, "train"), (X_test, y_test, "test")):
+        if len(X) != len(y):
+            raise ValueError(f"MNIST {part}: {len(X)} images but {len(y)} labels")
+    if test_fraction is None:
+        return Split(X_train, y_train, X_test, y_test)
+    return _split(np.concatenate([X_train, X_test]), np.concatenate([y_train, y_test]),
+                  test_fraction, 0)

@@ -1,0 +1,90 @@
+"""16.1: mini-batch gradient descent on an MLP, with a progress bar and a loss history."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpulib.data import Split
+from gpulib.mlp.model import MLP
+
+
+@dataclass
+class History:
+    """Loss after every step, and train/test accuracy after every epoch."""
+
+    lr: float
+    step_loss: list[float] = field(default_factory=list)
+    epoch_train_acc: list[float] = field(default_factory=list)
+    epoch_test_acc: list[float] = field(default_factory=list)
+
+    @property
+    def diverged(self) -> bool:
+        """True when the loss became NaN/inf or ended far above where it started."""
+        losses = self.step_loss
+        if not losses:
+            return False
+        return not all(math.isfinite(v) for v in losses) or losses[-1] > 2 * losses[0]
+
+
+class _Progress:
+    """An ipywidgets progress bar in Jupyter; silent elsewhere."""
+
+    def __init__(self, total: int, label: str, show: bool):
+        self.bar = None
+        if not show:
+            return
+        try:
+            from IPython import get_ipython
+            import ipywidgets as widgets
+            from IPython.display import display
+        except ImportError:
+            return
+        if get_ipython() is None:
+            return
+        self.bar = widgets.IntProgress(value=0, min=0, max=total, description=label)
+        self.text = widgets.Label(value="")
+        display(widgets.HBox([self.bar, self.text]))
+
+    def update(self, done: int, message: str) -> None:
+        if self.bar is not None:
+            self.bar.value = done
+            self.text.value = message
+
+
+def train(model: MLP, data: Split, lr: float, epochs: int, batch_size: int, seed: int = 0,
+          progress: bool = True, verbose: bool = False) -> History:
+    """Train ``model`` on ``data`` with mini-batch SGD; every step runs on gpulib kernels.
+
+    Each epoch shuffles the training set (with ``seed``) and takes one step per batch. A
+    diverging run (the loss turns NaN or infinite) stops early instead of wasting time.
+    """
+    if epochs < 1 or batch_size < 1:
+        raise ValueError(f"epochs and batch_size must be positive, not {epochs} and {batch_size}")
+    rng = np.random.default_rng(seed)
+    n = len(data.X_train)
+    steps_per_epoch = math.ceil(n / batch_size)
+    history = History(lr)
+    bar = _Progress(epochs * steps_per_epoch, f"η={lr:g}", progress)
+    for epoch in range(epochs):
+        order = rng.permutation(n)
+        for step in range(steps_per_epoch):
+            idx = order[step * batch_size:(step + 1) * batch_size]
+            X = np.ascontiguousarray(data.X_train[idx])
+            y = np.ascontiguousarray(data.y_train[idx])
+            loss, grads = model.loss_and_grads(X, y)
+            history.step_loss.append(loss)
+            if not math.isfinite(loss):
+                bar.update(epoch * steps_per_epoch + step + 1, "diverged (loss is not finite)")
+                return history
+            model.step(grads, lr)
+            bar.update(epoch * steps_per_epoch + step + 1, f"epoch {epoch + 1}, loss {loss:.3f}")
+        history.epoch_train_acc.append(model.accuracy(data.X_train, data.y_train))
+        history.epoch_test_acc.append(model.accuracy(data.X_test, data.y_test))
+        if verbose:
+            print(f"epoch {epoch + 1:3d}: loss {np.mean(history.step_loss[-steps_per_epoch:]):.4f}, "
+                  f"train accuracy {history.epoch_train_acc[-1]:.1%}, "
+                  f"test accuracy {history.epoch_test_acc[-1]:.1%}")
+    return history
