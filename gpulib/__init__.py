@@ -10,6 +10,7 @@ Where things live (one folder per section of the chapter):
     gpulib/timing.py      CUDA-event timing (median of many runs)
     gpulib/source.py      ``show``: print the real source of any gpulib kernel
     gpulib/data.py        the digits data set and an MNIST IDX reader
+    gpulib/plotting.py    matplotlib set-up (a Korean font)
     gpulib/mlp/           16.1: dense layers, backpropagation and training as Numba kernels
 """
 
@@ -23,7 +24,7 @@ from numba import cuda  # noqa: E402  (must come after the choice above)
 from gpulib.check import ValidationError, poisoned, validate  # noqa: E402
 from gpulib.source import show  # noqa: E402
 from gpulib.timing import benchmark  # noqa: E402
-from gpulib.env import on_gpu, on_simulator, report, sized  # noqa: E402
+from gpulib.env import on_gpu, on_simulator, report, setup_book, sized  # noqa: E402
 
 __all__ = [
     "BACKEND",
@@ -34,6 +35,7 @@ __all__ = [
     "on_simulator",
     "poisoned",
     "report",
+    "setup_book",
     "show",
     "sized",
     "validate",

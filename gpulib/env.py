@@ -53,3 +53,12 @@ def report() -> None:
     )
     if on_simulator():
         print("  every thread is a Python thread here: sizes are reduced and timings mean nothing")
+
+
+def setup_book() -> None:
+    """The first call of every notebook: Korean labels in figures, then the backend report."""
+    from gpulib.plotting import use_korean_font
+
+    if not use_korean_font():
+        print("note: koreanize-matplotlib is not installed, so Korean labels in figures may not render")
+    report()

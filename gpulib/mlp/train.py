@@ -55,11 +55,13 @@ class _Progress:
 
 
 def train(model: MLP, data: Split, lr: float, epochs: int, batch_size: int, seed: int = 0,
-          progress: bool = True, verbose: bool = False) -> History:
+          progress: bool = True, verbose: bool = False, evaluate_every_epoch: bool = True) -> History:
     """Train ``model`` on ``data`` with mini-batch SGD; every step runs on gpulib kernels.
 
     Each epoch shuffles the training set (with ``seed``) and takes one step per batch. A
     diverging run (the loss turns NaN or infinite) stops early instead of wasting time.
+    Accuracy is measured after every epoch, or only after the last one when
+    ``evaluate_every_epoch`` is False (cheaper on the simulator).
     """
     if epochs < 1 or batch_size < 1:
         raise ValueError(f"epochs and batch_size must be positive, not {epochs} and {batch_size}")
@@ -81,6 +83,8 @@ def train(model: MLP, data: Split, lr: float, epochs: int, batch_size: int, seed
                 return history
             model.step(grads, lr)
             bar.update(epoch * steps_per_epoch + step + 1, f"epoch {epoch + 1}, loss {loss:.3f}")
+        if not evaluate_every_epoch and epoch < epochs - 1:
+            continue
         history.epoch_train_acc.append(model.accuracy(data.X_train, data.y_train))
         history.epoch_test_acc.append(model.accuracy(data.X_test, data.y_test))
         if verbose:

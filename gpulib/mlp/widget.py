@@ -51,25 +51,32 @@ class LearningRateExplorer:
         if lr not in self.runs:
             model = MLP(self.sizes, seed=self.seed)
             self.runs[lr] = train(model, self.data, lr, self.epochs, self.batch_size,
-                                  seed=self.seed, progress=False)
+                                  seed=self.seed, progress=False, evaluate_every_epoch=False)
         return self.runs[lr]
 
     def _on_change(self, change) -> None:
         self.update(change["new"])
 
+    @staticmethod
+    def verdict(history: History) -> str:
+        """A word for the run: diverged, unstable, converging or barely moving."""
+        losses = history.step_loss
+        if not all(math.isfinite(v) for v in losses) or losses[-1] > losses[0]:
+            return "발산"
+        if max(losses) > 1.5 * losses[0]:
+            return "불안정 (손실이 튀어 오름)"
+        if losses[-1] < 0.7 * losses[0]:
+            return "수렴 중"
+        return "거의 움직이지 않음"
+
     def update(self, lr: float) -> None:
-        self.status.value = f"η = {lr:.3g}: training with the gpulib kernels..."
+        self.status.value = f"η = {lr:.3g}: gpulib 커널로 학습하는 중..."
         history = self.run(lr)
-        last = history.step_loss[-1]
-        verdict = ("diverged" if history.diverged else "converging" if last < 0.7 * history.step_loss[0]
-                   else "barely moving")
+        first, last = history.step_loss[0], history.step_loss[-1]
+        text = f"η = {lr:.3g}: 손실 {first:.3f} → {last:.3g}, {self.verdict(history)}"
         if history.epoch_test_acc:
-            self.status.value = (
-                f"η = {lr:.3g}: loss {history.step_loss[0]:.3f} → {last:.3g} ({verdict}); "
-                f"test accuracy {history.epoch_test_acc[-1]:.1%}"
-            )
-        else:
-            self.status.value = f"η = {lr:.3g}: the loss became {last} - diverged"
+            text += f"; 시험 정확도 {history.epoch_test_acc[-1]:.1%}"
+        self.status.value = text
         self.plot.clear_output(wait=True)
         with self.plot:
             self.draw(lr)
@@ -83,8 +90,9 @@ class LearningRateExplorer:
         left.plot(grid, 0.5 * self.curvature * grid**2, color="0.6")
         shown = np.clip(path, -1.6, 1.6)
         left.plot(shown, 0.5 * self.curvature * shown**2, "o-", color="tab:red", ms=3)
-        left.set_title(f"f(θ) = ½·{self.curvature:g}·θ²: η·a = {lr * self.curvature:.2g} "
-                       f"({'converges' if lr * self.curvature < 2 else 'diverges'}: needs < 2)")
+        ratio = lr * self.curvature
+        state = "수렴" if ratio < 1 else "진동하며 수렴" if ratio < 2 else "발산"
+        left.set_title(f"f(θ) = ½·{self.curvature:g}·θ² 위의 경사 하강: η·a = {ratio:.2g} → {state}")
         left.set_xlabel("θ")
         for other, hist in sorted(self.runs.items()):
             losses = np.array(hist.step_loss, dtype=float)
@@ -92,9 +100,9 @@ class LearningRateExplorer:
             style = dict(lw=2.2, color="tab:red") if math.isclose(other, float(f"{lr:.4g}")) else dict(lw=1, alpha=0.5)
             right.plot(np.arange(1, len(losses) + 1), losses, label=f"η={other:g}", **style)
         right.set_yscale("log")
-        right.set_xlabel("step")
-        right.set_ylabel("training loss")
-        right.set_title(f"MLP {self.sizes} on the digits")
+        right.set_xlabel("스텝")
+        right.set_ylabel("학습 손실 (로그 눈금)")
+        right.set_title(f"MLP {'-'.join(map(str, self.sizes))}, 손글씨 숫자 {len(self.data.X_train)}개")
         right.legend(fontsize=8, ncol=2)
         fig.tight_layout()
         plt.show()

@@ -1,0 +1,90 @@
+"""Training loop and the learning-rate explorer, on tiny runs."""
+
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+
+matplotlib.use("Agg")
+
+from gpulib.plotting import use_korean_font  # noqa: E402
+
+assert use_korean_font(), "the NanumGothic font of koreanize-matplotlib should be installed"
+
+from gpulib.data import Split, load_digits
+from gpulib.mlp import MLP, History, train
+from gpulib.mlp.widget import LearningRateExplorer, quadratic_path
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    d = load_digits()
+    return Split(d.X_train[:64], d.y_train[:64], d.X_test[:40], d.y_test[:40])
+
+
+def test_training_lowers_the_loss_and_records_history(tiny):
+    model = MLP([64, 8, 10], seed=1)
+    history = train(model, tiny, lr=0.5, epochs=2, batch_size=32, progress=False)
+    assert len(history.step_loss) == 4
+    assert len(history.epoch_test_acc) == 2 and len(history.epoch_train_acc) == 2
+    assert history.step_loss[-1] < history.step_loss[0]
+    assert not history.diverged
+
+
+def test_evaluation_only_at_the_end(tiny):
+    history = train(MLP([64, 8, 10]), tiny, lr=0.1, epochs=2, batch_size=64,
+                    progress=False, evaluate_every_epoch=False)
+    assert len(history.epoch_test_acc) == 1
+
+
+def test_a_non_finite_loss_stops_training_early(tiny):
+    model = MLP([64, 8, 10])
+    W, b = model.params[0]
+    poisoned = W.copy_to_host()
+    poisoned[0, 0] = np.nan
+    W.copy_to_device(poisoned)
+    history = train(model, tiny, lr=0.1, epochs=3, batch_size=32, progress=False)
+    assert len(history.step_loss) == 1 and math.isnan(history.step_loss[0])
+    assert history.diverged
+
+
+def test_bad_training_settings(tiny):
+    with pytest.raises(ValueError, match="epochs and batch_size must be positive"):
+        train(MLP([64, 4, 10]), tiny, lr=0.1, epochs=0, batch_size=8)
+
+
+@pytest.mark.parametrize("lr, behaviour", [(0.1, "monotone"), (0.4, "oscillates"), (0.6, "diverges")])
+def test_quadratic_path(lr, behaviour):
+    path = quadratic_path(lr, curvature=4.0, theta0=1.0, steps=30)  # θ_{t+1} = (1 - 4η) θ_t
+    np.testing.assert_allclose(path, (1 - 4 * lr) ** np.arange(31))
+    if behaviour == "diverges":
+        assert abs(path[-1]) > 1
+    else:
+        assert abs(path[-1]) < 1e-3
+        assert (np.sign(path[1:]) != np.sign(path[:-1])).any() == (behaviour == "oscillates")
+
+
+@pytest.mark.parametrize("losses, word", [
+    ([2.3, 1.0, 0.5], "수렴 중"),
+    ([2.3, 2.2, 2.1], "거의 움직이지 않음"),
+    ([2.3, 9.0, 2.0], "불안정 (손실이 튀어 오름)"),
+    ([2.3, 3.0, 2.5], "발산"),
+    ([2.3, float("nan")], "발산"),
+])
+def test_verdict(losses, word):
+    assert LearningRateExplorer.verdict(History(0.1, step_loss=losses)) == word
+
+
+def test_explorer_trains_once_per_rate_and_reports(tiny, monkeypatch):
+    import matplotlib.pyplot as plt
+    monkeypatch.setattr(plt, "show", lambda: None)
+    explorer = LearningRateExplorer(tiny, sizes=[64, 4, 10], epochs=1, batch_size=32,
+                                    train_samples=32, lr=0.3)
+    explorer.update(0.3)
+    assert "η = 0.3: 손실" in explorer.status.value and "시험 정확도" in explorer.status.value
+    first = explorer.runs[0.3]
+    explorer.slider.value = 0.3  # same value: no new run
+    assert explorer.runs[0.3] is first and len(explorer.runs) == 1
+    explorer.slider.value = 1.0  # a new value trains a new model
+    assert set(explorer.runs) == {0.3, 1.0}
