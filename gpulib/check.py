@@ -92,12 +92,16 @@ class Validation:
         )
 
 
-def validate(out, ref, rtol: float | None = None, name: str = "output") -> Validation:
+def validate(out, ref, rtol: float | None = None, name: str = "output",
+             scale: float | None = None) -> Validation:
     """Compare a kernel's output with its float64 reference; raise ValidationError if it is off.
 
-    The error measure is max|out - ref| / max|ref|: relative to the reference's scale, so
-    elements near zero (where float32 sums cancel) do not fail on rounding. Every element
-    must have been written (no poison left) and be finite where the reference is finite.
+    The error measure is max|out - ref| / scale, with scale = max|ref| by default: relative
+    to the reference's size, so elements near zero do not fail on rounding. When a result
+    is small because large terms cancel (a sum of ±1s that comes to 1e-4), rounding error
+    follows the terms, not the result: pass their size as ``scale`` (e.g. max of |X|·|W|ᵀ).
+    Every element must have been written (no poison left) and be finite where the reference
+    is finite.
     """
     got = _to_host(out)
     want = np.asarray(ref, dtype=np.float64)
@@ -128,7 +132,9 @@ def validate(out, ref, rtol: float | None = None, name: str = "output") -> Valid
     diff[~np.isfinite(want) & (got64 == want)] = 0.0
     worst = np.unravel_index(int(np.nanargmax(diff)), diff.shape)
     worst = tuple(int(i) for i in worst)
-    scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0)) or 1.0
+    if scale is None:
+        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0))
+    scale = float(scale) or 1.0
     max_abs = float(diff[worst])
     rel = max_abs / scale
     if not rel <= rtol:  # also catches NaN

@@ -61,6 +61,16 @@ def dense_forward(X, W, b, activation: str = "relu"):
     return activate(X @ W.T + b, activation)
 
 
+def dense_magnitude(X, W, b):
+    """|X|·|W|ᵀ + |b|: the size of the terms summed into each Z = X Wᵀ + b.
+
+    Float32 rounding error in Z is proportional to this, not to |Z| (terms can cancel), so
+    it is the fair ``scale`` for gpulib.validate.
+    """
+    X, W, b = _f64(X, W, b)
+    return np.abs(X) @ np.abs(W).T + np.abs(b)
+
+
 def dense_backward(X, W, H, dH, activation: str = "relu"):
     """Gradients of one layer H = σ(X Wᵀ + b), given dH = ∂L/∂H.
 

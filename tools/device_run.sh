@@ -13,8 +13,10 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 python3 -c "import gpulib; gpulib.report()"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "== unit tests"
-python3 -m pytest -q -p no:cacheprovider tests 2>&1 | tail -15
+python3 -m pytest -q -p no:cacheprovider tests > "$OUT/pytest.log" 2>&1
+grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest.log" | tail -15
 echo "== notebooks"
 notebooks=("$@")
 [ ${#notebooks[@]} -eq 0 ] && notebooks=(book/*.ipynb)
-python3 tools/run_notebooks.py --cells --out "$OUT" "${notebooks[@]}"
+timeout "${NOTEBOOK_TIMEOUT:-400}" python3 tools/run_notebooks.py --cells --timeout 300 \
+    --out "$OUT" "${notebooks[@]}"

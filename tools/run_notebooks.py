@@ -27,19 +27,16 @@ def run(path: Path, out: Path, timeout: int, show_cells: bool) -> float:
 
     def on_cell_executed(cell, cell_index, execute_reply):
         cell_times.append((cell_index, time.perf_counter()))
+        if show_cells:
+            previous = cell_times[-2][1] if len(cell_times) > 1 else started
+            print(f"  cell {cell_index:3d}: {cell_times[-1][1] - previous:7.2f} s", flush=True)
 
     client.on_cell_executed = on_cell_executed
     try:
         client.execute()
     finally:
         nbformat.write(nb, out)
-    total = time.perf_counter() - started
-    if show_cells:
-        previous = started
-        for index, stamp in cell_times:
-            print(f"  cell {index:3d}: {stamp - previous:7.2f} s")
-            previous = stamp
-    return total
+    return time.perf_counter() - started
 
 
 def main(argv=None) -> int:

@@ -22,9 +22,10 @@ ACTIVATION_CODES = {"identity": IDENTITY, "relu": RELU, "sigmoid": SIGMOID, "tan
 
 @cuda.jit(device=True)
 def activate(z, act):
-    """σ(z) for one value."""
+    """σ(z) for one value. ReLU is written as a comparison, not max(), so that a NaN passes
+    through on the GPU as in NumPy (the GPU's fmaxf would silently turn NaN into 0)."""
     if act == RELU:
-        return max(z, float32(0.0))
+        return float32(0.0) if z < float32(0.0) else z
     if act == SIGMOID:
         return float32(1.0) / (float32(1.0) + math.exp(-z))
     if act == TANH:
@@ -114,20 +115,26 @@ def bias_grad_kernel(dZ, db):
 def softmax_xent_kernel(Z, labels, P, loss):
     """One thread per sample: P = softmax(Z[n]) and loss[n] = -log P[n, labels[n]].
 
-    The row maximum m is subtracted before exp, so no exp overflows:
-    log Σ_k exp(Z_k) = m + log Σ_k exp(Z_k - m).
+    Two tricks keep float32 accurate. The row maximum m (at index top) is subtracted before
+    exp, so no exp overflows. And the sum is split as 1 + rest, rest = Σ_{k≠top} exp(Z_k - m),
+    so log Σ_k exp(Z_k) = m + log1p(rest): a confident prediction (rest ≈ 1e-6) keeps its
+    small loss instead of losing it to rounding in log(1.000001).
     """
     n = cuda.grid(1)
     if n < Z.shape[0]:
-        m = Z[n, 0]
+        top = 0
         for k in range(1, Z.shape[1]):
-            m = max(m, Z[n, k])
-        total = float32(0.0)
+            if Z[n, k] > Z[n, top]:
+                top = k
+        m = Z[n, top]
+        rest = float32(0.0)
         for k in range(Z.shape[1]):
-            total += math.exp(Z[n, k] - m)
+            if k != top:
+                rest += math.exp(Z[n, k] - m)
+        total = float32(1.0) + rest
         for k in range(Z.shape[1]):
             P[n, k] = math.exp(Z[n, k] - m) / total
-        loss[n] = math.log(total) + m - Z[n, labels[n]]
+        loss[n] = math.log1p(rest) + (m - Z[n, labels[n]])
 
 
 @cuda.jit
