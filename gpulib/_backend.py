@@ -117,6 +117,9 @@ def choose() -> Choice:
 
     sim = "1" if choice.name == "sim" else "0"
     os.environ["NUMBA_ENABLE_CUDASIM"] = sim
+    # The book launches small grids on purpose (a 64-neuron layer); Numba's warning that they
+    # under-fill the GPU would bury every output. Set the variable to 1 to see it again.
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
     if "numba" in sys.modules:  # numba read its environment already; set the live value
         sys.modules["numba"].config.ENABLE_CUDASIM = int(sim)
     return choice

@@ -83,6 +83,7 @@ def test_explorer_trains_once_per_rate_and_reports(tiny, monkeypatch):
                                     train_samples=32, lr=0.3)
     explorer.update(0.3)
     assert "η = 0.3: 손실" in explorer.status.value and "시험 정확도" in explorer.status.value
+    assert bytes(explorer.plot.value).startswith(b"\x89PNG")
     first = explorer.runs[0.3]
     explorer.slider.value = 0.3  # same value: no new run
     assert explorer.runs[0.3] is first and len(explorer.runs) == 1

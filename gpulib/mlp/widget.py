@@ -41,7 +41,9 @@ class LearningRateExplorer:
             continuous_update=False, readout_format=".3g",
         )
         self.status = widgets.HTML()
-        self.plot = widgets.Output()
+        # The figure travels as PNG bytes in an Image widget: no output capture is involved,
+        # so it updates the same way in JupyterLab, VS Code and a headless nbclient run.
+        self.plot = widgets.Image(format="png")
         self.slider.observe(self._on_change, names="value")
         self.view = widgets.VBox([self.slider, self.status, self.plot])
 
@@ -77,12 +79,31 @@ class LearningRateExplorer:
         if history.epoch_test_acc:
             text += f"; 시험 정확도 {history.epoch_test_acc[-1]:.1%}"
         self.status.value = text
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            self.draw(lr)
+        self.plot.value = self.render_png(lr)
 
-    def draw(self, lr: float):
+    def render_png(self, lr: float) -> bytes:
+        """The figure for ``lr`` as PNG bytes."""
+        import io
+
         import matplotlib.pyplot as plt
+
+        fig = self.figure(lr)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=90)
+        plt.close(fig)
+        return buffer.getvalue()
+
+    def draw(self, lr: float) -> None:
+        """Show the figure for ``lr`` in the notebook (outside the widget)."""
+        import matplotlib.pyplot as plt
+
+        self.figure(lr)
+        plt.show()
+
+    def figure(self, lr: float):
+        """Left: the quadratic's path for ``lr``; right: every MLP run's loss, ``lr`` in red."""
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, NullFormatter
 
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
         path = quadratic_path(lr, self.curvature)
@@ -100,12 +121,14 @@ class LearningRateExplorer:
             style = dict(lw=2.2, color="tab:red") if math.isclose(other, float(f"{lr:.4g}")) else dict(lw=1, alpha=0.5)
             right.plot(np.arange(1, len(losses) + 1), losses, label=f"η={other:g}", **style)
         right.set_yscale("log")
+        right.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # no mathtext minus
+        right.yaxis.set_minor_formatter(NullFormatter())
         right.set_xlabel("스텝")
         right.set_ylabel("학습 손실 (로그 눈금)")
         right.set_title(f"MLP {'-'.join(map(str, self.sizes))}, 손글씨 숫자 {len(self.data.X_train)}개")
         right.legend(fontsize=8, ncol=2)
         fig.tight_layout()
-        plt.show()
+        return fig
 
     def show(self):
         """Display the widget and draw the initial η."""
