@@ -109,11 +109,15 @@ class LearningRateExplorer:
         path = quadratic_path(lr, self.curvature)
         grid = np.linspace(-1.6, 1.6, 200)
         left.plot(grid, 0.5 * self.curvature * grid**2, color="0.6")
-        shown = np.clip(path, -1.6, 1.6)
+        inside = np.abs(path) <= 1.6
+        escaped = not inside.all()
+        shown = path[: np.argmin(inside)] if escaped else path  # stop where the path leaves the plot
         left.plot(shown, 0.5 * self.curvature * shown**2, "o-", color="tab:red", ms=3)
         ratio = lr * self.curvature
         state = "수렴" if ratio < 1 else "진동하며 수렴" if ratio < 2 else "발산"
-        left.set_title(f"f(θ) = ½·{self.curvature:g}·θ² 위의 경사 하강: η·a = {ratio:.2g} → {state}")
+        note = f", {len(shown)}번째 이후 그림 밖으로" if escaped else ""
+        left.set_title(f"f(θ) = ½·{self.curvature:g}·θ² 위의 경사 하강: η·a = {ratio:.2g}, {state}{note}",
+                       fontsize=10)
         left.set_xlabel("θ")
         for other, hist in sorted(self.runs.items()):
             losses = np.array(hist.step_loss, dtype=float)
