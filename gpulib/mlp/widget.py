@@ -124,11 +124,15 @@ class LearningRateExplorer:
             losses[~np.isfinite(losses)] = np.nan
             style = dict(lw=2.2, color="tab:red") if math.isclose(other, float(f"{lr:.4g}")) else dict(lw=1, alpha=0.5)
             right.plot(np.arange(1, len(losses) + 1), losses, label=f"η={other:g}", **style)
-        right.set_yscale("log")
-        right.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # no mathtext minus
-        right.yaxis.set_minor_formatter(NullFormatter())
+        finite = [v for h in self.runs.values() for v in h.step_loss if math.isfinite(v) and v > 0]
+        if finite and max(finite) / min(finite) > 20:  # several decades: a log axis shows them all
+            right.set_yscale("log")
+            right.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # no mathtext minus
+            right.yaxis.set_minor_formatter(NullFormatter())
+            right.set_ylabel("학습 손실 (로그 눈금)")
+        else:
+            right.set_ylabel("학습 손실")
         right.set_xlabel("스텝")
-        right.set_ylabel("학습 손실 (로그 눈금)")
         right.set_title(f"MLP {'-'.join(map(str, self.sizes))}, 손글씨 숫자 {len(self.data.X_train)}개")
         right.legend(fontsize=8, ncol=2)
         fig.tight_layout()
