@@ -157,3 +157,101 @@ def numerical_grad(f, x: np.ndarray, eps: float = 1e-6, indices=None):
         flat[i] = keep
         out[int(i)] = (up - down) / (2 * eps)
     return out
+
+
+# ---------------------------------------------------------------- 16.2 / 16.3: convolution
+def conv_output_size(size: int, filter_size: int, padding: int, stride: int) -> int:
+    """H' = (H + 2·padding - R) // stride + 1 (the chapter's H - R + 1 for padding 0, stride 1)."""
+    return (size + 2 * padding - filter_size) // stride + 1
+
+
+def conv2d(X, W, b=None, padding: int = 0, stride: int = 1):
+    """Y[n, k, y, x] = Σ_{c,r,s} W[k, c, r, s]·Xpad[n, c, y·stride + r, x·stride + s] + b[k].
+
+    X [N, C, H, W], W [K, C, R, S], Y [N, K, H', W']; Xpad is X with ``padding`` zeros on
+    every side. Computed as R·S shifted matrix products, one per filter tap (r, s).
+    """
+    X, W = _f64(X, W)
+    N, C, H, Wd = X.shape
+    K, _, R, S = W.shape
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
+    Xp = np.pad(X, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    Y = np.zeros((N, K, Ho, Wo))
+    for r in range(R):
+        for s in range(S):
+            patch = Xp[:, :, r:r + stride * (Ho - 1) + 1:stride, s:s + stride * (Wo - 1) + 1:stride]
+            Y += np.einsum("nchw,kc->nkhw", patch, W[:, :, r, s])
+    if b is not None:
+        Y += np.asarray(b, dtype=np.float64)[None, :, None, None]
+    return Y
+
+
+def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1):
+    """Gradients (dX, dW, db) of conv2d given dY = ∂L/∂Y.
+
+    dX is the transposed convolution (each dY element sends W back over the window it came
+    from); dW is another convolution, of X with dY; db sums dY over n, y and x.
+    """
+    X, W, dY = _f64(X, W, dY)
+    N, C, H, Wd = X.shape
+    K, _, R, S = W.shape
+    Ho, Wo = dY.shape[2], dY.shape[3]
+    Xp = np.pad(X, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    dXp = np.zeros_like(Xp)
+    dW = np.zeros_like(W)
+    for r in range(R):
+        for s in range(S):
+            rows = slice(r, r + stride * (Ho - 1) + 1, stride)
+            cols = slice(s, s + stride * (Wo - 1) + 1, stride)
+            dXp[:, :, rows, cols] += np.einsum("nkhw,kc->nchw", dY, W[:, :, r, s])
+            dW[:, :, r, s] = np.einsum("nkhw,nchw->kc", dY, Xp[:, :, rows, cols])
+    dX = dXp[:, :, padding:padding + H, padding:padding + Wd]
+    return dX, dW, dY.sum(axis=(0, 2, 3))
+
+
+def conv2d_magnitude(X, W, b=None, padding: int = 0, stride: int = 1):
+    """conv2d of |X| with |W| (+|b|): the size of the terms summed into each output element."""
+    return conv2d(np.abs(np.asarray(X, np.float64)), np.abs(np.asarray(W, np.float64)),
+                  None if b is None else np.abs(np.asarray(b, np.float64)), padding, stride)
+
+
+# ---------------------------------------------------------------- 16.2: pooling
+def _windows(X, size: int):
+    X = np.asarray(X, dtype=np.float64)
+    N, C, H, Wd = X.shape
+    Ho, Wo = H // size, Wd // size
+    return X[:, :, :Ho * size, :Wo * size].reshape(N, C, Ho, size, Wo, size)
+
+
+def max_pool2d(X, size: int = 2):
+    """Maximum over each size×size window (stride = size); rows/columns left over are dropped."""
+    return _windows(X, size).max(axis=(3, 5))
+
+
+def avg_pool2d(X, size: int = 2):
+    """Mean over each size×size window (stride = size)."""
+    return _windows(X, size).mean(axis=(3, 5))
+
+
+def max_pool2d_backward(X, dY, size: int = 2):
+    """Route each dY element to the position of its window's maximum (the first one on ties)."""
+    win = _windows(X, size)
+    N, C, Ho, _, Wo, _ = win.shape
+    flat = win.transpose(0, 1, 2, 4, 3, 5).reshape(N, C, Ho, Wo, size * size)
+    first = flat.argmax(axis=-1)
+    onehot = np.zeros_like(flat)
+    np.put_along_axis(onehot, first[..., None], 1.0, axis=-1)
+    grad = onehot * np.asarray(dY, np.float64)[..., None]
+    grad = grad.reshape(N, C, Ho, Wo, size, size).transpose(0, 1, 2, 4, 3, 5)
+    dX = np.zeros(np.shape(X))
+    dX[:, :, :Ho * size, :Wo * size] = grad.reshape(N, C, Ho * size, Wo * size)
+    return dX
+
+
+def avg_pool2d_backward(X, dY, size: int = 2):
+    """Spread each dY element evenly over its window."""
+    dY = np.asarray(dY, np.float64)
+    N, C, Ho, Wo = dY.shape
+    dX = np.zeros(np.shape(X))
+    dX[:, :, :Ho * size, :Wo * size] = np.repeat(np.repeat(dY, size, axis=2), size, axis=3) / size**2
+    return dX

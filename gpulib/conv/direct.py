@@ -1,0 +1,198 @@
+"""16.3: the direct convolution kernel, as a ladder of versions.
+
+    version 1  one thread per output element Y[n, k, y, x], the chapter's mapping: x and y
+               from the block and thread indices, (image, output channel) from blockIdx.z.
+               Every thread reads C·R·S inputs and C·R·S weights from global memory, and
+               neighbouring threads read the same inputs again.
+    version 2  a block computes a TILE×TILE output tile of one (image, output channel).
+               For each input channel the block loads the input tile with its halo and the
+               R×S filter into shared memory once, waits at a barrier, then every thread
+               reads its R·S inputs from shared memory.
+    version 3  version 2, but a block serves KB output channels at once: each value loaded
+               into shared memory is used KB times, and each thread keeps KB accumulators
+               in registers (several outputs per thread).
+
+Layouts: X [N, C, H, W], W [K, C, R, S], b [K], Y [N, K, H', W'], all float32, C-contiguous,
+with H' = (H + 2·padding - R) // stride + 1. ``conv2d`` checks its inputs and launches one
+of them; versions 2 and 3 are compiled once per (R, S, stride), because shared arrays need
+sizes known at compile time.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import cuda, float32
+
+from gpulib.arrays import output, require, to_device
+from gpulib.reference import conv_output_size
+
+TILE = 16  # output tile edge of versions 2 and 3 (a 16×16 thread block)
+KB = 8     # output channels per block in version 3
+VERSIONS = ("v1", "v2", "v3")
+
+
+# ------------------------------------------------------------------ version 1
+@cuda.jit
+def conv2d_v1_kernel(X, W, b, Y, padding, stride):
+    """One thread per output element: Y[n, k, y, x] = b[k] + Σ_{c,r,s} W[k,c,r,s]·X[n,c,iy,ix]."""
+    x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    K = Y.shape[1]
+    n = cuda.blockIdx.z // K
+    k = cuda.blockIdx.z % K
+    H, Wd = X.shape[2], X.shape[3]
+    if x < Y.shape[3] and y < Y.shape[2]:
+        acc = b[k]
+        for c in range(X.shape[1]):
+            for r in range(W.shape[2]):
+                iy = y * stride + r - padding
+                if 0 <= iy < H:
+                    for s in range(W.shape[3]):
+                        ix = x * stride + s - padding
+                        if 0 <= ix < Wd:  # outside the image is the zero padding
+                            acc += W[k, c, r, s] * X[n, c, iy, ix]
+        Y[n, k, y, x] = acc
+
+
+# ------------------------------------------------------------------ version 2
+@lru_cache(maxsize=None)
+def conv2d_v2_kernel(R: int, S: int, stride: int):
+    """Version 2 compiled for an R×S filter and a stride (its shared tile size depends on them)."""
+    IN_H = (TILE - 1) * stride + R  # input rows a TILE×TILE output tile needs, halo included
+    IN_W = (TILE - 1) * stride + S
+
+    @cuda.jit
+    def conv2d_v2(X, W, b, Y, padding):
+        tile = cuda.shared.array((IN_H, IN_W), float32)
+        filt = cuda.shared.array((R, S), float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        K = Y.shape[1]
+        n = cuda.blockIdx.z // K
+        k = cuda.blockIdx.z % K
+        y = cuda.blockIdx.y * TILE + ty
+        x = cuda.blockIdx.x * TILE + tx
+        row0 = cuda.blockIdx.y * TILE * stride - padding  # input row of tile[0, :]
+        col0 = cuda.blockIdx.x * TILE * stride - padding
+        H, Wd = X.shape[2], X.shape[3]
+        acc = float32(0.0)
+        for c in range(X.shape[1]):
+            # the whole block loads the input tile (zeros where it hangs over the edge) ...
+            for i in range(ty, IN_H, TILE):
+                for j in range(tx, IN_W, TILE):
+                    iy = row0 + i
+                    ix = col0 + j
+                    inside = 0 <= iy < H and 0 <= ix < Wd
+                    tile[i, j] = X[n, c, iy, ix] if inside else float32(0.0)
+            # ... and the filter of (k, c)
+            for i in range(ty, R, TILE):
+                for j in range(tx, S, TILE):
+                    filt[i, j] = W[k, c, i, j]
+            cuda.syncthreads()  # all loads done before anyone reads the tile
+            for r in range(R):
+                for s in range(S):
+                    acc += filt[r, s] * tile[ty * stride + r, tx * stride + s]
+            cuda.syncthreads()  # all reads done before the next channel overwrites the tile
+        if y < Y.shape[2] and x < Y.shape[3]:
+            Y[n, k, y, x] = acc + b[k]
+
+    return conv2d_v2
+
+
+# ------------------------------------------------------------------ version 3
+@lru_cache(maxsize=None)
+def conv2d_v3_kernel(R: int, S: int, stride: int):
+    """Version 3 compiled for an R×S filter and a stride: version 2 for KB output channels at once."""
+    IN_H = (TILE - 1) * stride + R
+    IN_W = (TILE - 1) * stride + S
+
+    @cuda.jit
+    def conv2d_v3(X, W, b, Y, padding):
+        tile = cuda.shared.array((IN_H, IN_W), float32)
+        filt = cuda.shared.array((KB, R, S), float32)
+        acc = cuda.local.array(KB, float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        K = Y.shape[1]
+        groups = (K + KB - 1) // KB
+        n = cuda.blockIdx.z // groups
+        k0 = (cuda.blockIdx.z % groups) * KB
+        y = cuda.blockIdx.y * TILE + ty
+        x = cuda.blockIdx.x * TILE + tx
+        row0 = cuda.blockIdx.y * TILE * stride - padding
+        col0 = cuda.blockIdx.x * TILE * stride - padding
+        H, Wd = X.shape[2], X.shape[3]
+        for kk in range(KB):
+            acc[kk] = float32(0.0)
+        flat = ty * TILE + tx
+        for c in range(X.shape[1]):
+            for i in range(ty, IN_H, TILE):
+                for j in range(tx, IN_W, TILE):
+                    iy = row0 + i
+                    ix = col0 + j
+                    inside = 0 <= iy < H and 0 <= ix < Wd
+                    tile[i, j] = X[n, c, iy, ix] if inside else float32(0.0)
+            for e in range(flat, KB * R * S, TILE * TILE):  # KB filters, flattened over the block
+                kk = e // (R * S)
+                r = (e // S) % R
+                s = e % S
+                filt[kk, r, s] = W[k0 + kk, c, r, s] if k0 + kk < K else float32(0.0)
+            cuda.syncthreads()
+            for r in range(R):
+                for s in range(S):
+                    v = tile[ty * stride + r, tx * stride + s]  # one shared read, KB uses
+                    for kk in range(KB):
+                        acc[kk] += filt[kk, r, s] * v
+            cuda.syncthreads()
+        if y < Y.shape[2] and x < Y.shape[3]:
+            for kk in range(KB):
+                if k0 + kk < K:
+                    Y[n, k0 + kk, y, x] = acc[kk] + b[k0 + kk]
+
+    return conv2d_v3
+
+
+# ------------------------------------------------------------------ wrapper
+def check_conv_inputs(X, W, b, padding: int, stride: int):
+    """Validate conv2d's arguments; return the output shape. Raises ValueError naming the problem."""
+    require(X, "X", 4, layout="[N, C, H, W]")
+    require(W, "W", 4, layout="[K, C, R, S]")
+    if b is not None:
+        require(b, "b", 1, layout="[K]")
+    if int(padding) != padding or padding < 0:
+        raise ValueError(f"padding must be a non-negative integer, not {padding}")
+    if int(stride) != stride or stride < 1:
+        raise ValueError(f"stride must be a positive integer, not {stride}")
+    N, C, H, Wd = X.shape
+    K, C_w, R, S = W.shape
+    if C_w != C:
+        raise ValueError(f"channel mismatch: X has C={C} channels but W expects {C_w} (W is [K, C, R, S])")
+    if b is not None and b.shape[0] != K:
+        raise ValueError(f"b has {b.shape[0]} entries but W has K={K} filters")
+    if R > H + 2 * padding or S > Wd + 2 * padding:
+        raise ValueError(
+            f"the {R}x{S} filter is larger than the padded {H + 2 * padding}x{Wd + 2 * padding} image "
+            f"({H}x{Wd} with padding {padding})"
+        )
+    return (N, K, conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride))
+
+
+def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1", out=None):
+    """Direct convolution Y = conv(X, W) + b with one of the versions above; returns Y on the device."""
+    if version not in VERSIONS:
+        raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
+    shape = check_conv_inputs(X, W, b, padding, stride)
+    N, K, Ho, Wo = shape
+    R, S = W.shape[2], W.shape[3]
+    Y = output(out, shape, "out")
+    X, W = to_device(X), to_device(W)
+    b = to_device(np.zeros(K, np.float32) if b is None else b)
+    grid_xy = ((Wo + TILE - 1) // TILE, (Ho + TILE - 1) // TILE)
+    if version == "v1":
+        conv2d_v1_kernel[(*grid_xy, N * K), (TILE, TILE)](X, W, b, Y, padding, stride)
+    elif version == "v2":
+        conv2d_v2_kernel(R, S, stride)[(*grid_xy, N * K), (TILE, TILE)](X, W, b, Y, padding)
+    else:
+        groups = (K + KB - 1) // KB
+        conv2d_v3_kernel(R, S, stride)[(*grid_xy, N * groups), (TILE, TILE)](X, W, b, Y, padding)
+    return Y
