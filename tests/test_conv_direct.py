@@ -31,15 +31,18 @@ def make(case):
     return X, W, b
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+LADDER = [("v1", 1), ("v2", 1), ("v2", 8)]  # (version, channels_per_block)
+
+
+@pytest.mark.parametrize("version, group", LADDER)
 @settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(case=conv_cases())
-def test_direct_conv_matches_reference(version, case):
+def test_direct_conv_matches_reference(version, group, case):
     X, W, b = make(case)
     p, s = case["padding"], case["stride"]
     want = ref.conv2d(X, W, b, p, s)
     out = gpulib.poisoned(want.shape)
-    conv2d(X, W, b, p, s, version, out=out)
+    conv2d(X, W, b, p, s, version, out=out, channels_per_block=group)
     gpulib.validate(out, want, scale=ref.conv2d_magnitude(X, W, b, p, s).max(), name=version)
 
 
@@ -52,12 +55,12 @@ def test_the_chapter_case_without_bias(rng):
         gpulib.validate(out, ref.conv2d(X, W), scale=ref.conv2d_magnitude(X, W).max(), name=version)
 
 
-def test_more_output_channels_than_one_v3_group(rng):
+def test_output_channels_not_a_multiple_of_the_group(rng):
     X = rng.standard_normal((2, 2, 9, 9)).astype(np.float32)
     W = rng.standard_normal((19, 2, 3, 3)).astype(np.float32)  # 19 = 2 groups of 8 + 3
     b = rng.standard_normal(19).astype(np.float32)
     out = gpulib.poisoned((2, 19, 9, 9))
-    conv2d(X, W, b, padding=1, version="v3", out=out)
+    conv2d(X, W, b, padding=1, version="v2", out=out, channels_per_block=8)
     gpulib.validate(out, ref.conv2d(X, W, b, 1), scale=ref.conv2d_magnitude(X, W, b, 1).max())
 
 
@@ -79,6 +82,7 @@ def layer(rng):
     (lambda X, W: conv2d(X, W, padding=-1), "padding must be a non-negative integer"),
     (lambda X, W: conv2d(X, W, stride=0), "stride must be a positive integer"),
     (lambda X, W: conv2d(X, W, version="v9"), "unknown version 'v9'"),
+    (lambda X, W: conv2d(X, W, version="v2", channels_per_block=0), "channels_per_block must be"),
 ])
 def test_bad_input_is_rejected_before_launch(layer, bad, message):
     X, W = layer

@@ -91,6 +91,17 @@ def test_confident_predictions_keep_their_small_loss():
     np.testing.assert_allclose(loss.copy_to_host(), want, rtol=1e-5)
 
 
+def test_confident_predictions_keep_their_small_gradient():
+    # P rounds to 1.0 in float32, so P - 1 would be 0; the kernel sums the others instead
+    Z = np.array([[25.0, 0.0]], np.float32)
+    labels = np.array([0], np.int32)
+    P, _ = softmax_cross_entropy(Z, labels)
+    dZ = softmax_cross_entropy_backward(P, labels, out=gpulib.poisoned((1, 2)))
+    want = ref.softmax_cross_entropy_grad(Z, labels)
+    assert abs(want[0, 0]) < 1e-10
+    np.testing.assert_allclose(dZ.copy_to_host(), want, rtol=1e-5)
+
+
 def test_relu_lets_nan_through():
     X = np.array([[np.nan, 1.0]], np.float32)
     H = dense_forward(X, np.ones((1, 2), np.float32), np.zeros(1, np.float32), "relu")

@@ -1,7 +1,7 @@
 """16.3 (and later 16.4/16.5): convolution kernels.
 
-    direct.py   the direct convolution, versions 1 (one thread per output) to 3 (shared tiles,
-                several output channels per thread)
+    direct.py   the direct convolution: version 1 (one thread per output) and version 2
+                (shared-memory tiles, several output channels per block)
 """
 
 from gpulib.conv.direct import VERSIONS, conv2d

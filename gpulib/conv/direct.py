@@ -4,18 +4,20 @@
                from the block and thread indices, (image, output channel) from blockIdx.z.
                Every thread reads C·R·S inputs and C·R·S weights from global memory, and
                neighbouring threads read the same inputs again.
-    version 2  a block computes a TILE×TILE output tile of one (image, output channel).
-               For each input channel the block loads the input tile with its halo and the
-               R×S filter into shared memory once, waits at a barrier, then every thread
-               reads its R·S inputs from shared memory.
-    version 3  version 2, but a block serves KB output channels at once: each value loaded
-               into shared memory is used KB times, and each thread keeps KB accumulators
-               in registers (several outputs per thread).
+    version 2  shared-memory tiling: a block computes a TILE×TILE output tile for a group of
+               ``channels_per_block`` output channels. For each input channel the block loads
+               the input tile with its halo and the group's R×S filters into shared memory
+               once, waits at a barrier, and every thread then reads its R·S inputs from
+               shared memory, using each one for every channel of the group (one accumulator
+               per channel, in registers). channels_per_block=1 is the chapter's version, a
+               tile of one output channel; on an H200 it gains little over version 1 (its
+               caches already catch that reuse), and the gain comes from reusing each loaded
+               input for several output channels (benchmarks/conv_direct.py measures both).
 
 Layouts: X [N, C, H, W], W [K, C, R, S], b [K], Y [N, K, H', W'], all float32, C-contiguous,
 with H' = (H + 2·padding - R) // stride + 1. ``conv2d`` checks its inputs and launches one
-of them; versions 2 and 3 are compiled once per (R, S, stride), because shared arrays need
-sizes known at compile time.
+of them; version 2 is compiled once per (R, S, stride, channels_per_block), because shared
+arrays need sizes known at compile time.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from numba import cuda, float32
 from gpulib.arrays import output, require, to_device
 from gpulib.reference import conv_output_size
 
-TILE = 16  # output tile edge of versions 2 and 3 (a 16×16 thread block)
-KB = 8     # output channels per block in version 3
-VERSIONS = ("v1", "v2", "v3")
+TILE = 16  # output tile edge of version 2 (a 16×16 thread block)
+CHANNELS_PER_BLOCK = 8  # version 2's default group of output channels
+VERSIONS = ("v1", "v2")
 
 
 # ------------------------------------------------------------------ version 1
@@ -58,57 +60,13 @@ def conv2d_v1_kernel(X, W, b, Y, padding, stride):
 
 # ------------------------------------------------------------------ version 2
 @lru_cache(maxsize=None)
-def conv2d_v2_kernel(R: int, S: int, stride: int):
-    """Version 2 compiled for an R×S filter and a stride (its shared tile size depends on them)."""
+def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int):
+    """Version 2 compiled for an R×S filter, a stride and KB output channels per block."""
     IN_H = (TILE - 1) * stride + R  # input rows a TILE×TILE output tile needs, halo included
     IN_W = (TILE - 1) * stride + S
 
     @cuda.jit
     def conv2d_v2(X, W, b, Y, padding):
-        tile = cuda.shared.array((IN_H, IN_W), float32)
-        filt = cuda.shared.array((R, S), float32)
-        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-        K = Y.shape[1]
-        n = cuda.blockIdx.z // K
-        k = cuda.blockIdx.z % K
-        y = cuda.blockIdx.y * TILE + ty
-        x = cuda.blockIdx.x * TILE + tx
-        row0 = cuda.blockIdx.y * TILE * stride - padding  # input row of tile[0, :]
-        col0 = cuda.blockIdx.x * TILE * stride - padding
-        H, Wd = X.shape[2], X.shape[3]
-        acc = float32(0.0)
-        for c in range(X.shape[1]):
-            # the whole block loads the input tile (zeros where it hangs over the edge) ...
-            for i in range(ty, IN_H, TILE):
-                for j in range(tx, IN_W, TILE):
-                    iy = row0 + i
-                    ix = col0 + j
-                    inside = 0 <= iy < H and 0 <= ix < Wd
-                    tile[i, j] = X[n, c, iy, ix] if inside else float32(0.0)
-            # ... and the filter of (k, c)
-            for i in range(ty, R, TILE):
-                for j in range(tx, S, TILE):
-                    filt[i, j] = W[k, c, i, j]
-            cuda.syncthreads()  # all loads done before anyone reads the tile
-            for r in range(R):
-                for s in range(S):
-                    acc += filt[r, s] * tile[ty * stride + r, tx * stride + s]
-            cuda.syncthreads()  # all reads done before the next channel overwrites the tile
-        if y < Y.shape[2] and x < Y.shape[3]:
-            Y[n, k, y, x] = acc + b[k]
-
-    return conv2d_v2
-
-
-# ------------------------------------------------------------------ version 3
-@lru_cache(maxsize=None)
-def conv2d_v3_kernel(R: int, S: int, stride: int):
-    """Version 3 compiled for an R×S filter and a stride: version 2 for KB output channels at once."""
-    IN_H = (TILE - 1) * stride + R
-    IN_W = (TILE - 1) * stride + S
-
-    @cuda.jit
-    def conv2d_v3(X, W, b, Y, padding):
         tile = cuda.shared.array((IN_H, IN_W), float32)
         filt = cuda.shared.array((KB, R, S), float32)
         acc = cuda.local.array(KB, float32)
@@ -119,37 +77,39 @@ def conv2d_v3_kernel(R: int, S: int, stride: int):
         k0 = (cuda.blockIdx.z % groups) * KB
         y = cuda.blockIdx.y * TILE + ty
         x = cuda.blockIdx.x * TILE + tx
-        row0 = cuda.blockIdx.y * TILE * stride - padding
+        row0 = cuda.blockIdx.y * TILE * stride - padding  # input row of tile[0, :]
         col0 = cuda.blockIdx.x * TILE * stride - padding
         H, Wd = X.shape[2], X.shape[3]
         for kk in range(KB):
             acc[kk] = float32(0.0)
         flat = ty * TILE + tx
         for c in range(X.shape[1]):
+            # the whole block loads the input tile (zeros where it hangs over the edge) ...
             for i in range(ty, IN_H, TILE):
                 for j in range(tx, IN_W, TILE):
                     iy = row0 + i
                     ix = col0 + j
                     inside = 0 <= iy < H and 0 <= ix < Wd
                     tile[i, j] = X[n, c, iy, ix] if inside else float32(0.0)
-            for e in range(flat, KB * R * S, TILE * TILE):  # KB filters, flattened over the block
+            # ... and the KB filters of this channel, spread over the block's threads
+            for e in range(flat, KB * R * S, TILE * TILE):
                 kk = e // (R * S)
                 r = (e // S) % R
                 s = e % S
                 filt[kk, r, s] = W[k0 + kk, c, r, s] if k0 + kk < K else float32(0.0)
-            cuda.syncthreads()
+            cuda.syncthreads()  # all loads done before anyone reads the tile
             for r in range(R):
                 for s in range(S):
                     v = tile[ty * stride + r, tx * stride + s]  # one shared read, KB uses
                     for kk in range(KB):
                         acc[kk] += filt[kk, r, s] * v
-            cuda.syncthreads()
+            cuda.syncthreads()  # all reads done before the next channel overwrites the tile
         if y < Y.shape[2] and x < Y.shape[3]:
             for kk in range(KB):
                 if k0 + kk < K:
                     Y[n, k0 + kk, y, x] = acc[kk] + b[k0 + kk]
 
-    return conv2d_v3
+    return conv2d_v2
 
 
 # ------------------------------------------------------------------ wrapper
@@ -177,10 +137,13 @@ def check_conv_inputs(X, W, b, padding: int, stride: int):
     return (N, K, conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride))
 
 
-def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1", out=None):
+def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1", out=None,
+           channels_per_block: int = CHANNELS_PER_BLOCK):
     """Direct convolution Y = conv(X, W) + b with one of the versions above; returns Y on the device."""
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
+    if int(channels_per_block) != channels_per_block or not 1 <= channels_per_block <= 32:
+        raise ValueError(f"channels_per_block must be an integer from 1 to 32, not {channels_per_block}")
     shape = check_conv_inputs(X, W, b, padding, stride)
     N, K, Ho, Wo = shape
     R, S = W.shape[2], W.shape[3]
@@ -190,9 +153,8 @@ def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1",
     grid_xy = ((Wo + TILE - 1) // TILE, (Ho + TILE - 1) // TILE)
     if version == "v1":
         conv2d_v1_kernel[(*grid_xy, N * K), (TILE, TILE)](X, W, b, Y, padding, stride)
-    elif version == "v2":
-        conv2d_v2_kernel(R, S, stride)[(*grid_xy, N * K), (TILE, TILE)](X, W, b, Y, padding)
     else:
-        groups = (K + KB - 1) // KB
-        conv2d_v3_kernel(R, S, stride)[(*grid_xy, N * groups), (TILE, TILE)](X, W, b, Y, padding)
+        groups = (K + channels_per_block - 1) // channels_per_block
+        kernel = conv2d_v2_kernel(R, S, stride, int(channels_per_block))
+        kernel[(*grid_xy, N * groups), (TILE, TILE)](X, W, b, Y, padding)
     return Y

@@ -139,11 +139,22 @@ def softmax_xent_kernel(Z, labels, P, loss):
 
 @cuda.jit
 def softmax_xent_backward_kernel(P, labels, dZ):
-    """Gradient of the mean loss: dZ[n, k] = (P[n, k] - [k == labels[n]]) / N."""
+    """Gradient of the mean loss: dZ[n, k] = (P[n, k] - [k == labels[n]]) / N.
+
+    For the label's own column, P - 1 is computed as minus the sum of the other
+    probabilities: when the model is confident, P rounds to 1.0 in float32 and P - 1 would
+    be 0, while the sum of the others keeps the small, correct gradient.
+    """
     k, n = cuda.grid(2)
     if n < P.shape[0] and k < P.shape[1]:
-        target = float32(1.0) if k == labels[n] else float32(0.0)
-        dZ[n, k] = (P[n, k] - target) / float32(P.shape[0])
+        if k == labels[n]:
+            others = float32(0.0)
+            for j in range(P.shape[1]):
+                if j != k:
+                    others += P[n, j]
+            dZ[n, k] = -others / float32(P.shape[0])
+        else:
+            dZ[n, k] = P[n, k] / float32(P.shape[0])
 
 
 # ------------------------------------------------------------------ update
