@@ -79,3 +79,11 @@ def output(out, shape, name: str = "out", dtype=np.float32):
 def blocks(n: int, threads: int) -> int:
     """Number of blocks of ``threads`` threads that cover ``n`` items (rounded up)."""
     return (n + threads - 1) // threads
+
+
+def block_edge(n: int, most: int = 16) -> int:
+    """The smallest power of two ≥ n, at most ``most``: small images launch no idle threads."""
+    edge = 1
+    while edge < min(n, most):
+        edge *= 2
+    return edge

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import blocks, output, require, to_device
+from gpulib.arrays import block_edge, blocks, output, require, to_device
 from gpulib.cnn import kernels as K
 from gpulib.conv.direct import check_conv_inputs, conv2d
 
@@ -17,12 +17,22 @@ TILE = 16
 
 
 def _grid_nchw(N, C, H, W):
-    return (blocks(W, TILE), blocks(H, TILE), N * C), (TILE, TILE)
+    """A 2-D block over (x, y) of one image plane; blockIdx.z walks the N·C planes."""
+    bx, by = block_edge(W, TILE), block_edge(H, TILE)
+    return (blocks(W, bx), blocks(H, by), N * C), (bx, by)
 
 
-def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, out=None):
-    """The convolution layer's forward pass: the fastest direct kernel of 16.3 (version 2)."""
-    return conv2d(X, W, b, padding, stride, version="v2", out=out)
+def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, out=None, version=None):
+    """The convolution layer's forward pass with a direct kernel of 16.3.
+
+    By default version 2 (the fastest) on a GPU and version 1 on the simulator, where every
+    barrier of version 2 costs Python threads a rendezvous (3x slower there); both are
+    checked against the same reference in tests/test_conv_direct.py.
+    """
+    import gpulib
+
+    version = version or gpulib.sized(gpu="v2", sim="v1")
+    return conv2d(X, W, b, padding, stride, version=version, out=out)
 
 
 def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, need_dX: bool = True, outs=None):

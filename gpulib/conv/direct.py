@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32
 
-from gpulib.arrays import output, require, to_device
+from gpulib.arrays import block_edge, blocks, output, require, to_device
 from gpulib.reference import conv_output_size
 
 TILE = 16  # output tile edge of version 2 (a 16×16 thread block)
@@ -152,9 +152,11 @@ def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1",
     b = to_device(np.zeros(K, np.float32) if b is None else b)
     grid_xy = ((Wo + TILE - 1) // TILE, (Ho + TILE - 1) // TILE)
     if version == "v1":
-        conv2d_v1_kernel[(*grid_xy, N * K), (TILE, TILE)](X, W, b, Y, padding, stride)
+        bx, by = block_edge(Wo, TILE), block_edge(Ho, TILE)  # no idle threads on small images
+        conv2d_v1_kernel[(blocks(Wo, bx), blocks(Ho, by), N * K), (bx, by)](X, W, b, Y, padding, stride)
     else:
+        channels_per_block = min(int(channels_per_block), K)  # a group larger than K only idles
         groups = (K + channels_per_block - 1) // channels_per_block
-        kernel = conv2d_v2_kernel(R, S, stride, int(channels_per_block))
+        kernel = conv2d_v2_kernel(R, S, stride, channels_per_block)
         kernel[(*grid_xy, N * groups), (TILE, TILE)](X, W, b, Y, padding)
     return Y

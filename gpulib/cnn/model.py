@@ -1,0 +1,90 @@
+"""16.2: a small CNN built only from gpulib kernels: conv → ReLU → max pool → FC → softmax.
+
+    X [N, 1, 8, 8] ─conv 3x3, pad 1→ [N, K, 8, 8] ─ReLU→ ─max pool 2→ [N, K, 4, 4]
+      ─flatten→ [N, 16K] ─FC→ Z [N, 10] ─softmax cross-entropy→ loss
+
+The backward pass runs the same chain in reverse (the chapter's figure 16.1): softmax's
+gradient, the FC layer's dX = dZ W and dW, max pooling routes each gradient to its window's
+maximum, ReLU masks it, and the convolution gives dW (and would give dX to a layer below).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpulib import reference as ref
+from gpulib.arrays import require, require_int_labels, to_device
+from gpulib.cnn import layers as L
+from gpulib.mlp import layers as mlp
+
+
+class SmallCNN:
+    """One convolution layer of ``channels`` 3x3 filters, then a fully connected layer."""
+
+    def __init__(self, image_shape=(1, 8, 8), channels: int = 8, classes: int = 10, seed: int = 0):
+        C, H, W = image_shape
+        if H % 2 or W % 2:
+            raise ValueError(f"image height and width must be even for the 2x2 pooling, not {H}x{W}")
+        rng = np.random.default_rng(seed)
+        self.image_shape = (C, H, W)
+        self.conv_W = rng.normal(0, np.sqrt(2 / (C * 9)), (channels, C, 3, 3)).astype(np.float32)
+        self.conv_b = np.zeros(channels, np.float32)
+        features = channels * (H // 2) * (W // 2)
+        self.fc_W = rng.normal(0, np.sqrt(1 / features), (classes, features)).astype(np.float32)
+        self.fc_b = np.zeros(classes, np.float32)
+        self.params = [to_device(p) for p in (self.conv_W, self.conv_b, self.fc_W, self.fc_b)]
+
+    def host_params(self):
+        """[conv W, conv b, fc W, fc b] copied to NumPy."""
+        return [p.copy_to_host() for p in self.params]
+
+    def _images(self, X):
+        require(X, "X", 4, layout="[N, C, H, W]")
+        if tuple(X.shape[1:]) != self.image_shape:
+            raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {self.image_shape}")
+        return to_device(X)
+
+    def forward(self, X):
+        """Every intermediate tensor, named as in the chapter's figure."""
+        cW, cb, fW, fb = self.params
+        X = self._images(X)
+        conv = L.conv2d_forward(X, cW, cb, padding=1)
+        act = L.relu(conv)
+        pooled, argmax = L.max_pool2d(act, 2)
+        flat = pooled.reshape(pooled.shape[0], pooled.size // pooled.shape[0])
+        logits = mlp.dense_forward(flat, fW, fb, "identity")
+        return dict(X=X, conv=conv, relu=act, pool=pooled, argmax=argmax, flat=flat, logits=logits)
+
+    def loss_and_grads(self, X, labels):
+        """Mean loss and [dW_conv, db_conv, dW_fc, db_fc], by backpropagation through the chain."""
+        t = self.forward(X)
+        require_int_labels(labels, "labels", X.shape[0], self.fc_W.shape[0])
+        labels = to_device(labels)
+        P, loss = mlp.softmax_cross_entropy(t["logits"], labels)
+        dZ = mlp.softmax_cross_entropy_backward(P, labels)
+        fW = self.params[2]
+        d_flat, d_fW, d_fb = mlp.dense_backward(t["flat"], fW, t["logits"], dZ, "identity")
+        d_pool = d_flat.reshape(*t["pool"].shape)
+        d_relu = L.max_pool2d_backward(d_pool, t["argmax"], t["relu"].shape, 2)
+        d_conv = L.relu_backward(t["relu"], d_relu)
+        _, d_cW, d_cb = L.conv2d_backward(t["X"], self.params[0], d_conv, padding=1, need_dX=False)
+        return float(loss.copy_to_host().mean(dtype=np.float64)), [d_cW, d_cb, d_fW, d_fb]
+
+    def step(self, grads, lr: float) -> None:
+        for p, g in zip(self.params, grads):
+            mlp.sgd_update(p, g, lr)
+
+    def predict(self, X) -> np.ndarray:
+        return self.forward(X)["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
+
+    def accuracy(self, X, labels) -> float:
+        return float((self.predict(X) == np.asarray(labels)).mean())
+
+
+def reference_loss(params, X, labels) -> float:
+    """The same network in float64 NumPy (for finite-difference checks)."""
+    cW, cb, fW, fb = params
+    act = np.maximum(ref.conv2d(X, cW, cb, padding=1), 0.0)
+    pooled = ref.max_pool2d(act, 2)
+    logits = pooled.reshape(len(X), -1) @ np.asarray(fW, np.float64).T + fb
+    return float(ref.softmax_cross_entropy(logits, labels)[0].mean())

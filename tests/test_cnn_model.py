@@ -1,0 +1,39 @@
+"""The small CNN: the whole network's gradient against finite differences, and training."""
+
+import numpy as np
+
+import gpulib
+from gpulib import reference as ref
+from gpulib.cnn.model import SmallCNN, reference_loss
+from gpulib.data import load_digits
+
+
+def test_whole_network_gradient_matches_finite_differences(rng):
+    model = SmallCNN(channels=3, seed=2)
+    X = rng.random((5, 1, 8, 8), dtype=np.float32)
+    y = rng.integers(0, 10, 5).astype(np.int32)
+    loss, grads = model.loss_and_grads(X, y)
+    params = [p.astype(np.float64) for p in model.host_params()]
+    assert abs(loss - reference_loss(params, X, y)) < 1e-5
+    for name, theta, grad in zip(("conv W", "conv b", "fc W", "fc b"), params, grads):
+        picks = rng.choice(theta.size, size=min(theta.size, 12), replace=False)
+        numeric = ref.numerical_grad(lambda: reference_loss(params, X, y), theta, indices=picks)
+        got = grad.copy_to_host().reshape(-1)[picks]
+        want = np.array([numeric[int(i)] for i in picks])
+        scale = np.abs(grad.copy_to_host()).max()
+        assert np.abs(got - want).max() <= 1e-4 * scale, name
+
+
+def test_training_on_digits_improves_accuracy():
+    d = load_digits()
+    X = d.X_train[:16].reshape(-1, 1, 8, 8)
+    y = d.y_train[:16]
+    model = SmallCNN(channels=2, seed=0)
+    before = model.accuracy(X, y)
+    losses = []
+    for _ in range(3):
+        loss, grads = model.loss_and_grads(X, y)
+        losses.append(loss)
+        model.step(grads, 0.5)
+    assert losses[-1] < losses[0]
+    assert model.accuracy(X, y) >= before
