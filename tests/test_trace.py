@@ -1,0 +1,131 @@
+"""The memory tracer: exact counts on a case worked out by hand, races, and untiled kernels."""
+
+import numpy as np
+import pytest
+from numba import cuda, float32
+
+from gpulib import reference as ref
+from gpulib.conv import direct
+from gpulib.trace import trace
+
+
+def conv_v1_trace(X, W, padding=0):
+    K = W.shape[0]
+    Ho = X.shape[2] + 2 * padding - W.shape[2] + 1
+    Wo = X.shape[3] + 2 * padding - W.shape[3] + 1
+    Y = np.full((X.shape[0], K, Ho, Wo), np.nan, np.float32)
+    b = np.zeros(K, np.float32)
+    t = trace(direct.conv2d_v1_kernel, (1, 1, X.shape[0] * K), (Wo, Ho), X, W, b, Y, padding, 1,
+              names=("X", "W", "b", "Y"))
+    return t, Y
+
+
+def test_hand_worked_counts_of_version_1(rng):
+    # X 4x4, one 3x3 filter, no padding: 2x2 outputs, one thread each.
+    X = rng.standard_normal((1, 1, 4, 4)).astype(np.float32)
+    W = rng.standard_normal((1, 1, 3, 3)).astype(np.float32)
+    t, Y = conv_v1_trace(X, W)
+    np.testing.assert_allclose(Y, ref.conv2d(X, W), rtol=1e-5)
+    # every thread reads C·R·S = 9 inputs and 9 weights: the chapter's first problem
+    assert t.reads_per_thread("X").tolist() == [9, 9, 9, 9]
+    assert t.reads_per_thread("W").tolist() == [9, 9, 9, 9]
+    # an input element is read by as many threads as windows cover it: the second problem
+    covering = [[1, 2, 2, 1], [2, 4, 4, 2], [2, 4, 4, 2], [1, 2, 2, 1]]
+    np.testing.assert_array_equal(t.element_reads("X")[0, 0], covering)
+    np.testing.assert_array_equal(t.distinct_readers("X")[0, 0], covering)
+    np.testing.assert_array_equal(t.element_reads("W")[0, 0], np.full((3, 3), 4))
+    np.testing.assert_array_equal(t.element_writes("Y")[0, 0], np.ones((2, 2)))
+    assert t.global_reads() == 36 + 36 + 4 and t.shared_reads() == 0
+    assert t.tiling_problems() == ["no shared memory is allocated: the kernel is not tiled"]
+
+
+def test_version_2_reads_each_input_once_per_block_and_has_no_races(rng):
+    X = rng.standard_normal((1, 2, 10, 10)).astype(np.float32)
+    W = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    Y = np.full((1, 4, 10, 10), np.nan, np.float32)
+    t2 = trace(direct.conv2d_v2_kernel(3, 3, 1, 4), (1, 1, 1), (16, 16), X, W, b, Y, 1,
+               names=("X", "W", "b", "Y"))
+    np.testing.assert_allclose(Y, ref.conv2d(X, W, b, 1), atol=1e-5)
+    assert t2.race_count == 0 and t2.tiling_problems() == []
+    # one block covers the whole 10x10 image: every input element leaves global memory once
+    np.testing.assert_array_equal(t2.element_reads("X"), np.ones_like(X))
+    np.testing.assert_array_equal(t2.element_reads("W"), np.ones_like(W))
+    t1, _ = conv_v1_trace(X, W, padding=1)
+    assert t1.arrays["X"].reads_by_element.sum() > 30 * t2.arrays["X"].reads_by_element.sum()
+    assert t2.shared_reads() > 0
+
+
+TILE = 32
+
+
+@cuda.jit
+def neighbour_sum(x, y, rounds, first_barrier, second_barrier):
+    """y[i] = Σ_rounds (x[i+1] + round), neighbour read through a shared tile."""
+    tile = cuda.shared.array(TILE, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * TILE + t
+    acc = float32(0.0)
+    for rep in range(rounds):
+        tile[t] = x[i] + rep
+        if first_barrier:
+            cuda.syncthreads()
+        acc += tile[(t + 1) % TILE]
+        if second_barrier:
+            cuda.syncthreads()
+    y[i] = acc
+
+
+def run_neighbour_sum(first, second, rounds=2):
+    x = np.arange(2 * TILE, dtype=np.float32)
+    y = np.full_like(x, np.nan)
+    t = trace(neighbour_sum, 2, TILE, x, y, rounds, first, second, names=("x", "y"))
+    return t, y
+
+
+def test_barriers_in_place_no_race():
+    t, y = run_neighbour_sum(True, True)
+    assert t.race_count == 0 and t.tiling_problems() == []
+    block_start = np.repeat([0, TILE], TILE)
+    neighbour = block_start + (np.arange(2 * TILE) + 1) % TILE
+    np.testing.assert_array_equal(y, 2 * neighbour + 1)
+
+
+def test_missing_first_barrier_is_a_read_after_write_race():
+    t, _ = run_neighbour_sum(False, True, rounds=1)
+    assert t.race_count > 0
+    assert {r.kind for r in t.races} <= {"read after write", "write after read"}
+    assert "race" in t.tiling_problems()[0]
+    assert "tile" in str(t.races[0]) and "no syncthreads" in str(t.races[0])
+
+
+def test_missing_second_barrier_is_a_write_after_read_race():
+    t, _ = run_neighbour_sum(True, False, rounds=2)
+    assert t.race_count > 0
+
+
+@cuda.jit
+def untiled_copy(x, y):
+    tile = cuda.shared.array(TILE, float32)
+    i = cuda.grid(1)
+    tile[cuda.threadIdx.x] = x[i]
+    cuda.syncthreads()
+    y[i] = x[i]  # reads global memory again instead of the tile
+
+
+def test_a_kernel_that_never_reads_its_tile_is_reported():
+    x = np.arange(TILE, dtype=np.float32)
+    t = trace(untiled_copy, 1, TILE, x, np.zeros_like(x), names=("x", "y"))
+    assert any("never read" in p for p in t.tiling_problems())
+
+
+@cuda.jit
+def off_by_one(x, y):
+    i = cuda.grid(1)
+    y[i] = x[i + 1]
+
+
+def test_out_of_bounds_access_is_an_error():
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(IndexError, match=r"x\[8\]: index 8 is out of bounds"):
+        trace(off_by_one, 1, 8, x, np.zeros_like(x), names=("x", "y"))
