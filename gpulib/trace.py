@@ -54,6 +54,7 @@ class _Recorder:
         self.reads_by_element = np.zeros(size, np.int64)
         self.writes_by_element = np.zeros(size, np.int64)
         self.readers = [set() for _ in range(size)] if track_readers else None
+        self.block_reads: dict[int, np.ndarray] = {}  # block id -> reads of each element
 
 
 class _TracedArray:
@@ -128,6 +129,10 @@ class Trace:
                 rec.reads_by_element[flat] += 1
                 if rec.readers is not None:
                     rec.readers[flat].add(tid)
+                    block_id = tid // self.threads_per_block
+                    if block_id not in rec.block_reads:
+                        rec.block_reads[block_id] = np.zeros(rec.reads_by_element.size, np.int64)
+                    rec.block_reads[block_id][flat] += 1
             if arr._block is not None:
                 self._check_race(arr, flat, tid, write)
 
@@ -185,6 +190,21 @@ class Trace:
     def element_writes(self, name: str) -> np.ndarray:
         rec = self.arrays[name]
         return rec.writes_by_element.reshape(rec.shape)
+
+    def block_element_reads(self, name: str, block) -> np.ndarray:
+        """Reads of each element of a global array by the threads of one block (bx, by, bz)."""
+        rec = self.arrays[name]
+        bx, by, bz = tuple(block) + (0,) * (3 - len(tuple(block)))
+        block_id = bx + self.grid[0] * (by + self.grid[1] * bz)
+        counts = rec.block_reads.get(block_id, np.zeros(rec.reads_by_element.size, np.int64))
+        return counts.reshape(rec.shape)
+
+    def block_reads(self, name: str, block) -> int:
+        """How many reads of ``name`` the threads of one block made (global or shared)."""
+        bx, by, bz = tuple(block) + (0,) * (3 - len(tuple(block)))
+        block_id = bx + self.grid[0] * (by + self.grid[1] * bz)
+        first = block_id * self.threads_per_block
+        return int(self.arrays[name].reads_by_thread[first:first + self.threads_per_block].sum())
 
     def distinct_readers(self, name: str) -> np.ndarray:
         """How many different threads read each element of a global array."""

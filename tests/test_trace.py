@@ -129,3 +129,20 @@ def test_out_of_bounds_access_is_an_error():
     x = np.arange(8, dtype=np.float32)
     with pytest.raises(IndexError, match=r"x\[8\]: index 8 is out of bounds"):
         trace(off_by_one, 1, 8, x, np.zeros_like(x), names=("x", "y"))
+
+
+def test_tile_explorer_counts_come_from_the_trace(monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    from gpulib.conv.widget import TileExplorer, traced_layer
+
+    t1, layer = traced_layer("v1", 4)
+    t2, _ = traced_layer("v2", 4)
+    # version 2 reads each input of a block's tile (halo included) once: 6x6 for a 4x4 tile
+    assert t2.block_reads("X", (1, 1, 0)) == 36
+    assert t1.block_reads("X", (1, 1, 0)) == 16 * 9  # 16 outputs x 3x3 taps, all inside
+    assert t2.global_reads() < t1.global_reads() and t2.race_count == 0
+    explorer = TileExplorer()
+    explorer.version.value = "v2"
+    assert "X 전역 읽기 36회" in explorer.text.value and "출력 32개" in explorer.text.value
+    assert bytes(explorer.image.value).startswith(b"\x89PNG")

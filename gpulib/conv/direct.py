@@ -60,8 +60,9 @@ def conv2d_v1_kernel(X, W, b, Y, padding, stride):
 
 # ------------------------------------------------------------------ version 2
 @lru_cache(maxsize=None)
-def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int):
-    """Version 2 compiled for an R×S filter, a stride and KB output channels per block."""
+def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int, TILE: int = TILE):
+    """Version 2 compiled for an R×S filter, a stride, KB output channels per block and a
+    TILE×TILE output tile (launch it with TILE×TILE threads per block)."""
     IN_H = (TILE - 1) * stride + R  # input rows a TILE×TILE output tile needs, halo included
     IN_W = (TILE - 1) * stride + S
 
@@ -138,25 +139,27 @@ def check_conv_inputs(X, W, b, padding: int, stride: int):
 
 
 def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1", out=None,
-           channels_per_block: int = CHANNELS_PER_BLOCK):
+           channels_per_block: int = CHANNELS_PER_BLOCK, tile: int = TILE):
     """Direct convolution Y = conv(X, W) + b with one of the versions above; returns Y on the device."""
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     if int(channels_per_block) != channels_per_block or not 1 <= channels_per_block <= 32:
         raise ValueError(f"channels_per_block must be an integer from 1 to 32, not {channels_per_block}")
+    if int(tile) != tile or not 1 <= tile <= 32:
+        raise ValueError(f"tile must be an integer from 1 to 32 (tile² threads per block), not {tile}")
     shape = check_conv_inputs(X, W, b, padding, stride)
     N, K, Ho, Wo = shape
     R, S = W.shape[2], W.shape[3]
     Y = output(out, shape, "out")
     X, W = to_device(X), to_device(W)
     b = to_device(np.zeros(K, np.float32) if b is None else b)
-    grid_xy = ((Wo + TILE - 1) // TILE, (Ho + TILE - 1) // TILE)
+    grid_xy = ((Wo + tile - 1) // tile, (Ho + tile - 1) // tile)
     if version == "v1":
         bx, by = block_edge(Wo, TILE), block_edge(Ho, TILE)  # no idle threads on small images
         conv2d_v1_kernel[(blocks(Wo, bx), blocks(Ho, by), N * K), (bx, by)](X, W, b, Y, padding, stride)
     else:
         channels_per_block = min(int(channels_per_block), K)  # a group larger than K only idles
         groups = (K + channels_per_block - 1) // channels_per_block
-        kernel = conv2d_v2_kernel(R, S, stride, channels_per_block)
-        kernel[(*grid_xy, N * groups), (TILE, TILE)](X, W, b, Y, padding)
+        kernel = conv2d_v2_kernel(R, S, stride, channels_per_block, int(tile))
+        kernel[(*grid_xy, N * groups), (tile, tile)](X, W, b, Y, padding)
     return Y
