@@ -135,6 +135,8 @@ def test_tile_explorer_counts_come_from_the_trace(monkeypatch):
     import matplotlib
     matplotlib.use("Agg")
     from gpulib.conv.widget import TileExplorer, traced_layer
+    from gpulib.plotting import use_korean_font
+    use_korean_font()
 
     t1, layer = traced_layer("v1", 4)
     t2, _ = traced_layer("v2", 4)

@@ -1,0 +1,31 @@
+"""Stored benchmark results: present, complete, and drawn; live measurement needs a GPU."""
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+import gpulib  # noqa: E402
+from gpulib.conv import bench  # noqa: E402
+from gpulib.plotting import use_korean_font  # noqa: E402
+
+
+def test_stored_results_name_device_date_and_every_rung():
+    results = bench.load()
+    assert results["device"] and results["date"] and results["layer"] == bench.LAYER
+    names = [r["name"] for r in results["rows"]]
+    assert names[0] == "gpulib direct v1" and names[-1].startswith("cuDNN")
+    assert all(r["rel_err"] < 1e-5 for r in results["rows"])  # each was checked before timing
+    assert "vs cuDNN" in bench.table(results)
+
+
+def test_plot_of_stored_results():
+    use_korean_font()
+    fig = bench.plot(bench.load(), measured_live=False)
+    assert "저장된 측정값" in fig.axes[0].get_title()
+
+
+@pytest.mark.skipif(gpulib.on_gpu(), reason="on a GPU measure() runs")
+def test_measure_refuses_the_simulator():
+    with pytest.raises(RuntimeError, match="timing needs a GPU"):
+        bench.measure()
