@@ -11,6 +11,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 def source_of(obj) -> tuple[str, str]:
     """(location, source) of a function, a Numba kernel (its Python function) or a class."""
     target = getattr(obj, "py_func", obj)  # @cuda.jit dispatchers keep the Python function
+    target = inspect.unwrap(target)  # kernel factories are wrapped in functools.lru_cache
     path = Path(inspect.getsourcefile(target)).resolve()
     lines, first = inspect.getsourcelines(target)
     try:

@@ -104,6 +104,7 @@ class Trace:
         self.arrays: dict[str, _Recorder] = {}
         self.races: list[Race] = []
         self.race_count = 0
+        self.race_arrays: set[str] = set()  # every shared array that had a race
         self.barriers = 0
         self._epoch = np.zeros(self.total_threads, np.int64)  # barriers each thread has passed
         self._lock = threading.RLock()
@@ -151,13 +152,14 @@ class Trace:
 
     def _race(self, arr, flat, kind, first, second):
         self.race_count += 1
+        self.race_arrays.add(arr._rec.name)
         if len(self.races) < 20:
             index = tuple(int(i) for i in np.unravel_index(flat, arr.shape))
             self.races.append(Race(arr._rec.name, index, arr._block, kind,
                                    self._thread_idx(first), self._thread_idx(second)))
 
     def _thread_idx(self, tid: int) -> tuple:
-        local = tid % self.threads_per_block
+        local = int(tid) % self.threads_per_block
         bx, by, _ = self.block
         return (local % bx, (local // bx) % by, local // (bx * by))
 

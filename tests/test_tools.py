@@ -48,3 +48,11 @@ def test_report_names_backend_and_versions(capsys):
 
 def test_sized_follows_the_backend():
     assert gpulib.sized(gpu="big", sim="small") == ("big" if gpulib.on_gpu() else "small")
+
+
+def test_show_unwraps_a_cached_kernel_factory(capsys):
+    from gpulib.conv import direct
+
+    gpulib.show(direct.conv2d_v2_kernel)
+    out = capsys.readouterr().out
+    assert out.startswith("# gpulib/conv/direct.py:") and "cuda.syncthreads()" in out

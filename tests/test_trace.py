@@ -148,3 +148,14 @@ def test_tile_explorer_counts_come_from_the_trace(monkeypatch):
     explorer.version.value = "v2"
     assert "X 전역 읽기 36회" in explorer.text.value and "출력 32개" in explorer.text.value
     assert bytes(explorer.image.value).startswith(b"\x89PNG")
+
+
+def test_version_2_without_a_barrier_races(rng):
+    X = rng.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    W = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    b = np.zeros(2, np.float32)
+    for flags in ((False, True), (True, False)):
+        Y = np.full((1, 2, 6, 6), np.nan, np.float32)
+        kernel = direct.conv2d_v2_kernel(3, 3, 1, 2, 4, *flags)
+        t = trace(kernel, (2, 2, 1), (4, 4), X, W, b, Y, 1, names=("X", "W", "b", "Y"))
+        assert t.race_count > 0, flags

@@ -60,9 +60,13 @@ def conv2d_v1_kernel(X, W, b, Y, padding, stride):
 
 # ------------------------------------------------------------------ version 2
 @lru_cache(maxsize=None)
-def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int, TILE: int = TILE):
+def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int, TILE: int = TILE,
+                     LOAD_BARRIER: bool = True, REUSE_BARRIER: bool = True):
     """Version 2 compiled for an R×S filter, a stride, KB output channels per block and a
-    TILE×TILE output tile (launch it with TILE×TILE threads per block)."""
+    TILE×TILE output tile (launch it with TILE×TILE threads per block).
+
+    LOAD_BARRIER / REUSE_BARRIER=False compile it without one of its two barriers: the
+    mistakes 16.3 shows the tracer catching (the compiler drops the constant ``if``)."""
     IN_H = (TILE - 1) * stride + R  # input rows a TILE×TILE output tile needs, halo included
     IN_W = (TILE - 1) * stride + S
 
@@ -98,13 +102,15 @@ def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int, TILE: int = TILE):
                 r = (e // S) % R
                 s = e % S
                 filt[kk, r, s] = W[k0 + kk, c, r, s] if k0 + kk < K else float32(0.0)
-            cuda.syncthreads()  # all loads done before anyone reads the tile
+            if LOAD_BARRIER:
+                cuda.syncthreads()  # all loads done before anyone reads the tile
             for r in range(R):
                 for s in range(S):
                     v = tile[ty * stride + r, tx * stride + s]  # one shared read, KB uses
                     for kk in range(KB):
                         acc[kk] += filt[kk, r, s] * v
-            cuda.syncthreads()  # all reads done before the next channel overwrites the tile
+            if REUSE_BARRIER:
+                cuda.syncthreads()  # all reads done before the next channel overwrites the tile
         if y < Y.shape[2] and x < Y.shape[3]:
             for kk in range(KB):
                 if k0 + kk < K:
