@@ -26,6 +26,7 @@ def use_korean_font() -> bool:
     if path is None:
         return False
     font_manager.fontManager.addfont(str(path))
-    matplotlib.rcParams["font.family"] = FONT_FAMILY
-    matplotlib.rcParams["axes.unicode_minus"] = False  # NanumGothic lacks the Unicode minus
+    # DejaVu Sans (matplotlib's own) fills in what NanumGothic lacks: arrows, ᵀ, the minus sign
+    matplotlib.rcParams["font.family"] = [FONT_FAMILY, "DejaVu Sans"]
+    matplotlib.rcParams["axes.unicode_minus"] = False
     return True

@@ -37,3 +37,13 @@ def test_training_on_digits_improves_accuracy():
         model.step(grads, 0.5)
     assert losses[-1] < losses[0]
     assert model.accuracy(X, y) >= before
+
+
+def test_the_mlp_training_loop_trains_the_cnn_on_flattened_digits():
+    from gpulib.data import Split
+    from gpulib.mlp import train
+
+    d = load_digits()
+    small = Split(d.X_train[:32], d.y_train[:32], d.X_test[:16], d.y_test[:16])
+    history = train(SmallCNN(channels=2), small, lr=0.5, epochs=1, batch_size=16, progress=False)
+    assert len(history.step_loss) == 2 and len(history.epoch_test_acc) == 1

@@ -39,6 +39,8 @@ class SmallCNN:
         return [p.copy_to_host() for p in self.params]
 
     def _images(self, X):
+        if len(X.shape) == 2 and X.shape[1] == int(np.prod(self.image_shape)):
+            X = X.reshape(X.shape[0], *self.image_shape)  # flattened rows, as gpulib.data gives them
         require(X, "X", 4, layout="[N, C, H, W]")
         if tuple(X.shape[1:]) != self.image_shape:
             raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {self.image_shape}")
@@ -58,7 +60,7 @@ class SmallCNN:
     def loss_and_grads(self, X, labels):
         """Mean loss and [dW_conv, db_conv, dW_fc, db_fc], by backpropagation through the chain."""
         t = self.forward(X)
-        require_int_labels(labels, "labels", X.shape[0], self.fc_W.shape[0])
+        require_int_labels(labels, "labels", t["X"].shape[0], self.fc_W.shape[0])
         labels = to_device(labels)
         P, loss = mlp.softmax_cross_entropy(t["logits"], labels)
         dZ = mlp.softmax_cross_entropy_backward(P, labels)
