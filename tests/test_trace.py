@@ -159,3 +159,35 @@ def test_version_2_without_a_barrier_races(rng):
         kernel = direct.conv2d_v2_kernel(3, 3, 1, 2, 4, *flags)
         t = trace(kernel, (2, 2, 1), (4, 4), X, W, b, Y, 1, names=("X", "W", "b", "Y"))
         assert t.race_count > 0, flags
+
+
+def test_the_tracer_also_runs_in_a_process_on_the_real_cuda_target():
+    """On a GPU machine the kernels are CUDA dispatchers; the tracer still runs them (and the
+    device functions they call) on the simulator. The real target imports without a GPU."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import warnings
+        import numpy as np
+        from numba import cuda
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import gpulib
+        from gpulib import reference as ref
+        from gpulib.mlp import kernels
+        from gpulib.trace import trace
+        assert "simulator" not in type(kernels.dense_forward_kernel).__module__
+        rng = np.random.default_rng(0)
+        X, W = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((2, 4)).astype(np.float32)
+        b, H = np.zeros(2, np.float32), np.full((3, 2), np.nan, np.float32)
+        t = trace(kernels.dense_forward_kernel, (1, 1), (2, 3), X, W, b, H, 1, names=("X", "W", "b", "H"))
+        assert np.allclose(H, ref.dense_forward(X, W, b, "relu"), atol=1e-6)
+        print("reads of X:", int(t.element_reads("X").sum()))
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("GPULIB_BACKEND", "NUMBA_ENABLE_CUDASIM")}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "reads of X: 24" in proc.stdout
