@@ -12,6 +12,10 @@ Where things live (one folder per section of the chapter):
     gpulib/data.py        the digits data set and an MNIST IDX reader
     gpulib/plotting.py    matplotlib set-up (a Korean font)
     gpulib/mlp/           16.1: dense layers, backpropagation and training as Numba kernels
+    gpulib/cnn/           16.2: convolution backward, ReLU, pooling, a small CNN
+    gpulib/conv/          16.3-16.4: direct convolution, im2col and implicit GEMM
+    gpulib/gemm/          16.4: GEMM kernels (naive, shared tiles, register-blocked) and cuBLAS
+    gpulib/trace.py       16.3: memory-traffic tracer (per-thread counts, races)
 """
 
 from gpulib import _backend

@@ -255,3 +255,31 @@ def avg_pool2d_backward(X, dY, size: int = 2):
     dX = np.zeros(np.shape(X))
     dX[:, :, :Ho * size, :Wo * size] = np.repeat(np.repeat(dY, size, axis=2), size, axis=3) / size**2
     return dX
+
+
+# ---------------------------------------------------------------- 16.4: im2col
+def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1):
+    """X_col [C·R·S, N·H'·W']: row (c, r, s), column (n, y, x) holds Xpad[n, c, y·stride + r, x·stride + s]."""
+    (X,) = _f64(X)
+    N, C, H, W = X.shape
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
+    Xp = np.pad(X, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    cols = np.empty((C, R, S, N, Ho, Wo))
+    for r in range(R):
+        for s in range(S):
+            cols[:, r, s] = Xp[:, :, r:r + stride * (Ho - 1) + 1:stride,
+                               s:s + stride * (Wo - 1) + 1:stride].transpose(1, 0, 2, 3)
+    return cols.reshape(C * R * S, N * Ho * Wo)
+
+
+def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1):
+    """The adjoint of im2col: every X_col entry adds back into the X element it was copied from."""
+    N, C, H, W = input_shape
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
+    cols = np.asarray(dX_col, np.float64).reshape(C, R, S, N, Ho, Wo)
+    dXp = np.zeros((N, C, H + 2 * padding, W + 2 * padding))
+    for r in range(R):
+        for s in range(S):
+            dXp[:, :, r:r + stride * (Ho - 1) + 1:stride,
+                s:s + stride * (Wo - 1) + 1:stride] += cols[:, r, s].transpose(1, 0, 2, 3)
+    return dXp[:, :, padding:padding + H, padding:padding + W]

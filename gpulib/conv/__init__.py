@@ -1,7 +1,10 @@
 """16.3 (and later 16.4/16.5): convolution kernels.
 
-    direct.py   the direct convolution: version 1 (one thread per output) and version 2
+    direct.py   16.3, the direct convolution: version 1 (one thread per output) and version 2
                 (shared-memory tiles, several output channels per block)
+    im2col.py   16.4, convolution as GEMM: im2col / col2im, im2col + GEMM, implicit GEMM
+                (with and without precomputed index tables)
+    bench.py    16.3 speed against cuDNN;  widget.py  16.3 tiling explorer
 """
 
 from gpulib.conv.direct import VERSIONS, conv2d

@@ -1,0 +1,106 @@
+"""16.4: the book's own GEMM kernels, C = A·B (A [M, K], B [K, N], C [M, N], float32, row-major).
+
+    version 1  one thread per element of C, reading a row of A and a column of B from global
+               memory (2K loads per 2K flops).
+    version 2  shared-memory tiles: a TILE×TILE block of threads stages TILE×TILE pieces of A
+               and B in shared memory, so each loaded value serves TILE threads.
+    version 3  register blocking: a block computes a BM×BN tile of C with 256 threads, each
+               thread a TM×TN patch held in registers. Per step of BK along K it loads an
+               A tile and a B tile into shared memory, then every value it reads from shared
+               memory into a register is used TN (or TM) times: the idea behind fast GEMMs.
+
+All three handle any M, N, K (loads outside the matrices read as zero, stores are guarded).
+"""
+
+from functools import lru_cache
+
+from numba import cuda, float32
+
+TILE = 16
+V3 = dict(BM=64, BN=64, BK=16, TM=4, TN=4)  # version 3's default shape: 16×16 threads per block
+
+
+@cuda.jit
+def gemm_v1_kernel(A, B, C):
+    """One thread per C[i, j] = Σ_k A[i, k]·B[k, j]."""
+    j, i = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        acc = float32(0.0)
+        for k in range(A.shape[1]):
+            acc += A[i, k] * B[k, j]
+        C[i, j] = acc
+
+
+@cuda.jit
+def gemm_v2_kernel(A, B, C):
+    """Shared-memory tiles of TILE×TILE: each block walks K in steps of TILE."""
+    a_tile = cuda.shared.array((TILE, TILE), float32)
+    b_tile = cuda.shared.array((TILE, TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    i = cuda.blockIdx.y * TILE + ty
+    j = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    acc = float32(0.0)
+    for k0 in range(0, K, TILE):
+        a_tile[ty, tx] = A[i, k0 + tx] if i < M and k0 + tx < K else float32(0.0)
+        b_tile[ty, tx] = B[k0 + ty, j] if k0 + ty < K and j < N else float32(0.0)
+        cuda.syncthreads()  # both tiles complete before anyone multiplies
+        for k in range(TILE):
+            acc += a_tile[ty, k] * b_tile[k, tx]
+        cuda.syncthreads()  # everyone done before the next step overwrites the tiles
+    if i < M and j < N:
+        C[i, j] = acc
+
+
+@lru_cache(maxsize=None)
+def gemm_v3_kernel(BM: int = 64, BN: int = 64, BK: int = 16, TM: int = 4, TN: int = 4):
+    """Version 3 for a BM×BN block tile, BK-deep steps and TM×TN outputs per thread.
+
+    Launch with (BN // TN) × (BM // TM) threads per block (16×16 = 256 by default).
+    """
+    THREADS_X, THREADS_Y = BN // TN, BM // TM
+    THREADS = THREADS_X * THREADS_Y
+
+    @cuda.jit
+    def gemm_v3(A, B, C):
+        a_tile = cuda.shared.array((BK, BM), float32)  # stored transposed: a_tile[k, m]
+        b_tile = cuda.shared.array((BK, BN), float32)
+        acc = cuda.local.array((TM, TN), float32)
+        a_reg = cuda.local.array(TM, float32)
+        b_reg = cuda.local.array(TN, float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        flat = ty * THREADS_X + tx
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        for m in range(TM):
+            for n in range(TN):
+                acc[m, n] = float32(0.0)
+        for k0 in range(0, K, BK):
+            for e in range(flat, BM * BK, THREADS):  # A tile: BM rows × BK columns
+                m, k = e // BK, e % BK
+                gi, gk = row0 + m, k0 + k
+                a_tile[k, m] = A[gi, gk] if gi < M and gk < K else float32(0.0)
+            for e in range(flat, BK * BN, THREADS):  # B tile: BK rows × BN columns
+                k, n = e // BN, e % BN
+                gk, gj = k0 + k, col0 + n
+                b_tile[k, n] = B[gk, gj] if gk < K and gj < N else float32(0.0)
+            cuda.syncthreads()
+            for k in range(BK):
+                for m in range(TM):
+                    a_reg[m] = a_tile[k, ty * TM + m]
+                for n in range(TN):
+                    b_reg[n] = b_tile[k, tx * TN + n]
+                for m in range(TM):  # TM×TN multiply-adds from TM + TN shared reads
+                    for n in range(TN):
+                        acc[m, n] += a_reg[m] * b_reg[n]
+            cuda.syncthreads()
+        for m in range(TM):
+            for n in range(TN):
+                i, j = row0 + ty * TM + m, col0 + tx * TN + n
+                if i < M and j < N:
+                    C[i, j] = acc[m, n]
+
+    return gemm_v3

@@ -1,0 +1,97 @@
+"""16.4: the GEMM versions against NumPy, im2col/col2im against the reference, and convolution
+through im2col + GEMM and through implicit GEMM against the direct convolution."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpulib
+from gpulib import gemm
+from gpulib import reference as ref
+from gpulib.conv import direct
+from gpulib.conv import im2col as I
+from conftest import MAX_EXAMPLES
+from test_conv_direct import conv_cases, make
+
+
+@pytest.mark.parametrize("method", gemm.METHODS)
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(M=st.integers(1, 40), K=st.integers(1, 24), N=st.integers(1, 40), seed=st.integers(0, 2**31))
+def test_gemm_matches_numpy_on_sizes_that_are_not_tile_multiples(method, M, K, N, seed):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    C = gemm.matmul(A, B, method, out=gpulib.poisoned((M, N)))
+    scale = (np.abs(A).astype(np.float64) @ np.abs(B)).max()
+    gpulib.validate(C, A.astype(np.float64) @ B, scale=scale, name=method)
+
+
+def test_gemm_rejects_mismatched_inner_dimensions():
+    with pytest.raises(ValueError, match=r"inner dimensions do not match: A is \(3, 4\) and B is \(5, 2\)"):
+        gemm.matmul(np.ones((3, 4), np.float32), np.ones((5, 2), np.float32))
+    with pytest.raises(ValueError, match="unknown method"):
+        gemm.matmul(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32), "v7")
+
+
+def test_library_is_numpy_without_a_gpu():
+    assert gemm.library_name() in ("cublas", "numpy", "numpy (CuPy is not installed)")
+    if gpulib.on_simulator():
+        assert gemm.library_name() == "numpy"
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(case=conv_cases())
+def test_im2col_and_col2im_match_the_reference(case):
+    X, W, _ = make(case)
+    R, S, p, s = case["R"], case["S"], case["padding"], case["stride"]
+    want = ref.im2col(X, R, S, p, s)
+    got = I.im2col(X, R, S, p, s, out=gpulib.poisoned(want.shape))
+    gpulib.validate(got, want, name="X_col")
+    dX_col = np.random.default_rng(case["seed"]).standard_normal(want.shape).astype(np.float32)
+    dX = I.col2im(dX_col, X.shape, R, S, p, s, out=gpulib.poisoned(X.shape))
+    gpulib.validate(dX, ref.col2im(dX_col, X.shape, R, S, p, s), name="dX",
+                    scale=ref.col2im(np.abs(dX_col), X.shape, R, S, p, s).max())
+
+
+def test_col2im_is_the_adjoint_of_im2col(rng):
+    X = rng.standard_normal((2, 3, 7, 6))
+    dX_col = rng.standard_normal((3 * 9, 2 * 7 * 6))
+    lhs = (ref.im2col(X, 3, 3, 1, 1) * dX_col).sum()
+    rhs = (X * ref.col2im(dX_col, X.shape, 3, 3, 1, 1)).sum()
+    assert abs(lhs - rhs) < 1e-9 * abs(lhs)
+
+
+def test_reference_conv_is_w_mat_times_x_col(rng):
+    X = rng.standard_normal((2, 3, 6, 5))
+    W = rng.standard_normal((4, 3, 3, 3))
+    Y_mat = W.reshape(4, -1) @ ref.im2col(X, 3, 3, 1, 1)
+    np.testing.assert_allclose(Y_mat.reshape(4, 2, 6, 5).transpose(1, 0, 2, 3), ref.conv2d(X, W, None, 1))
+
+
+VARIANTS = [
+    ("im2col + gemm v3", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, "v3", out=out)),
+    ("im2col + library", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, "library", out=out)),
+    ("implicit gemm", lambda X, W, b, p, s, out: I.conv2d_implicit_gemm(X, W, b, p, s, False, out=out)),
+    ("implicit precomp gemm", lambda X, W, b, p, s, out: I.conv2d_implicit_gemm(X, W, b, p, s, True, out=out)),
+]
+
+
+@pytest.mark.parametrize("name, conv", VARIANTS, ids=[v[0] for v in VARIANTS])
+@settings(max_examples=max(5, MAX_EXAMPLES // 2), deadline=None)
+@given(case=conv_cases())
+def test_gemm_convolutions_match_the_direct_convolution(name, conv, case):
+    X, W, b = make(case)
+    p, s = case["padding"], case["stride"]
+    direct_Y = direct.conv2d(X, W, b, p, s, "v1").copy_to_host()
+    Y = conv(X, W, b, p, s, gpulib.poisoned(direct_Y.shape))
+    scale = ref.conv2d_magnitude(X, W, b, p, s).max()
+    gpulib.validate(Y, direct_Y.astype(np.float64), scale=scale, name=name)
+
+
+def test_gemm_convolutions_reject_a_filter_larger_than_the_image():
+    X = np.ones((1, 2, 4, 4), np.float32)
+    W = np.ones((3, 2, 5, 5), np.float32)
+    for _, conv in VARIANTS:
+        with pytest.raises(ValueError, match="larger than the padded 4x4 image"):
+            conv(X, W, None, 0, 1, None)
