@@ -95,3 +95,33 @@ def test_gemm_convolutions_reject_a_filter_larger_than_the_image():
     for _, conv in VARIANTS:
         with pytest.raises(ValueError, match="larger than the padded 4x4 image"):
             conv(X, W, None, 0, 1, None)
+
+
+def test_the_chapters_cublas_argument_order_gives_the_row_major_product(rng):
+    from gpulib.gemm.colmajor import conv_gemm_the_chapters_way
+
+    X = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    W = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    X_col = ref.im2col(X, 3, 3, 1, 1).astype(np.float32)
+    W_mat = W.reshape(4, -1)
+    Y_mat = conv_gemm_the_chapters_way(X_col, W_mat)
+    np.testing.assert_allclose(Y_mat, W_mat.astype(np.float64) @ X_col, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(Y_mat.reshape(4, 2, 6, 5).transpose(1, 0, 2, 3), ref.conv2d(X, W, None, 1),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_sgemm_stand_in_follows_column_major_semantics(rng):
+    from gpulib.gemm.colmajor import sgemm
+
+    A = rng.standard_normal((3, 4)).astype(np.float32)  # the math matrices
+    B = rng.standard_normal((4, 2)).astype(np.float32)
+    C = np.ones((3, 2), np.float32)
+    a, b, c = A.T.copy().ravel(), B.T.copy().ravel(), C.T.copy().ravel()  # column-major buffers
+    sgemm("N", "N", 3, 2, 4, 2.0, a, 3, b, 4, 0.5, c, 3)
+    np.testing.assert_allclose(c.reshape(2, 3).T, 2 * A @ B + 0.5 * C, rtol=1e-5)
+    at = A.copy().ravel()  # row-major A is column-major Aᵀ: ask for op = T
+    c2 = np.zeros(6, np.float32)
+    sgemm("T", "N", 3, 2, 4, 1.0, at, 4, b, 4, 0.0, c2, 3)
+    np.testing.assert_allclose(c2.reshape(2, 3).T, A @ B, rtol=1e-5)
+    with pytest.raises(ValueError, match="leading dimension 2 is smaller than the 3 rows"):
+        sgemm("N", "N", 3, 2, 4, 1.0, a, 2, b, 4, 0.0, c, 3)
