@@ -23,6 +23,7 @@ from numba import cuda, float32
 from gpulib import gemm
 from gpulib.arrays import blocks, output, to_device
 from gpulib.conv.direct import check_conv_inputs
+from gpulib.reference import conv_output_size
 
 BLOCK = 256
 
@@ -91,8 +92,7 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, out=None):
 def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1, out=None):
     """dX [N, C, H, W] from dX_col [C·R·S, N·H'·W'] (the adjoint of im2col)."""
     N, C, H, W = input_shape
-    Ho = (H + 2 * padding - R) // stride + 1
-    Wo = (W + 2 * padding - S) // stride + 1
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
     if tuple(dX_col.shape) != (C * R * S, N * Ho * Wo):
         raise ValueError(f"dX_col must have shape {(C * R * S, N * Ho * Wo)}, not {tuple(dX_col.shape)}")
     dX = output(out, tuple(input_shape), "out")

@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from gpulib.conv import direct
+from gpulib.reference import conv_output_size
 from gpulib.trace import trace
 
 
@@ -24,7 +25,7 @@ def traced_layer(version: str, tile: int, H: int = 12, W: int = 12, C: int = 1, 
     X = rng.standard_normal((1, C, H, W)).astype(np.float32)
     Wt = rng.standard_normal((K, C, R, R)).astype(np.float32)
     b = np.zeros(K, np.float32)
-    Ho, Wo = H + 2 * padding - R + 1, W + 2 * padding - R + 1
+    Ho, Wo = conv_output_size(H, R, padding, 1), conv_output_size(W, R, padding, 1)
     Y = np.full((1, K, Ho, Wo), np.nan, np.float32)
     grid_xy = ((Wo + tile - 1) // tile, (Ho + tile - 1) // tile)
     names = ("X", "W", "b", "Y")
