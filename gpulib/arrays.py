@@ -87,3 +87,23 @@ def block_edge(n: int, most: int = 16) -> int:
     while edge < min(n, most):
         edge *= 2
     return edge
+
+
+def transposed(a):
+    """The transpose of a 2-D array as a view (nothing is copied), on the device or the host.
+
+    Numba's own ``DeviceNDArray.T`` launches a transpose kernel and returns a copy; GEMM
+    operands such as X_colᵀ in the backward pass are too big for that, and every gpulib
+    kernel (and cuBLAS through CuPy) reads strided arrays anyway.
+    """
+    if not is_device_array(a):
+        return np.asarray(a).T
+    if hasattr(a, "gpu_data"):  # a Numba device array on a GPU
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        return DeviceNDArray(tuple(a.shape[::-1]), tuple(a.strides[::-1]), a.dtype, gpu_data=a.gpu_data)
+    if hasattr(a, "_ary"):  # the simulator's device array wraps a NumPy array
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(a._ary.T)
+    return a.T  # CuPy

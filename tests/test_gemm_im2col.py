@@ -11,6 +11,7 @@ from gpulib import gemm
 from gpulib import reference as ref
 from gpulib.conv import direct
 from gpulib.conv import im2col as I
+from gpulib.conv import implicit_gemm as IG
 from conftest import MAX_EXAMPLES
 from test_conv_direct import conv_cases, make
 
@@ -25,6 +26,27 @@ def test_gemm_matches_numpy_on_sizes_that_are_not_tile_multiples(method, M, K, N
     C = gemm.matmul(A, B, method, out=gpulib.poisoned((M, N)))
     scale = (np.abs(A).astype(np.float64) @ np.abs(B)).max()
     gpulib.validate(C, A.astype(np.float64) @ B, scale=scale, name=method)
+
+
+@pytest.mark.parametrize("shape", [gemm.kernels.V3, gemm.kernels.V3_SIM, dict(BM=64, BN=32, BK=8, TM=4, TN=2)],
+                         ids=["gpu-default", "sim-default", "rectangular"])
+def test_gemm_v3_tile_shapes_on_a_ragged_product(shape, rng):
+    # 130 x 70 x 21: one full 128-row tile plus 2 rows, and K not a multiple of BK
+    A = rng.standard_normal((130, 21)).astype(np.float32)
+    B = rng.standard_normal((21, 70)).astype(np.float32)
+    C = gemm.matmul(A, B, "v3", out=gpulib.poisoned((130, 70)), shape=shape)
+    gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
+
+
+@pytest.mark.parametrize("method", gemm.METHODS)
+@pytest.mark.parametrize("trans_a, trans_b", [(True, False), (False, True), (True, True)])
+def test_gemm_transposed_operands_are_views(method, trans_a, trans_b, rng):
+    A = rng.standard_normal((13, 9)).astype(np.float32)  # op(A) [13, 9]
+    B = rng.standard_normal((9, 11)).astype(np.float32)  # op(B) [9, 11]
+    A_stored = np.ascontiguousarray(A.T) if trans_a else A
+    B_stored = np.ascontiguousarray(B.T) if trans_b else B
+    C = gemm.matmul(A_stored, B_stored, method, out=gpulib.poisoned((13, 11)), trans_a=trans_a, trans_b=trans_b)
+    gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max(), name=method)
 
 
 def test_gemm_rejects_mismatched_inner_dimensions():
@@ -72,8 +94,8 @@ def test_reference_conv_is_w_mat_times_x_col(rng):
 VARIANTS = [
     ("im2col + gemm v3", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, "v3", out=out)),
     ("im2col + library", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, "library", out=out)),
-    ("implicit gemm", lambda X, W, b, p, s, out: I.conv2d_implicit_gemm(X, W, b, p, s, False, out=out)),
-    ("implicit precomp gemm", lambda X, W, b, p, s, out: I.conv2d_implicit_gemm(X, W, b, p, s, True, out=out)),
+    ("implicit gemm", lambda X, W, b, p, s, out: IG.conv2d_implicit_gemm(X, W, b, p, s, False, out=out)),
+    ("implicit precomp gemm", lambda X, W, b, p, s, out: IG.conv2d_implicit_gemm(X, W, b, p, s, True, out=out)),
 ]
 
 
@@ -87,6 +109,23 @@ def test_gemm_convolutions_match_the_direct_convolution(name, conv, case):
     Y = conv(X, W, b, p, s, gpulib.poisoned(direct_Y.shape))
     scale = ref.conv2d_magnitude(X, W, b, p, s).max()
     gpulib.validate(Y, direct_Y.astype(np.float64), scale=scale, name=name)
+
+
+@pytest.mark.parametrize("gemm_method", ["v3", "library"])
+@settings(max_examples=max(4, MAX_EXAMPLES // 3), deadline=None)
+@given(case=conv_cases())
+def test_conv_backward_through_col2im_matches_the_reference(gemm_method, case):
+    X, W, _ = make(case)
+    p, s = case["padding"], case["stride"]
+    dY = np.random.default_rng(case["seed"] + 1).standard_normal(ref.conv2d(X, W, None, p, s).shape)
+    dY = dY.astype(np.float32)
+    want_dX, want_dW, _ = ref.conv2d_backward(X, W, dY, p, s)
+    dX, dW = I.conv2d_im2col_backward(X, W, dY, p, s, gemm_method=gemm_method)
+    mags = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), p, s)
+    gpulib.validate(dW, want_dW, scale=mags[1].max(), name="dW")
+    gpulib.validate(dX, want_dX, scale=mags[0].max(), name="dX")
+    none_dX, _ = I.conv2d_im2col_backward(X, W, dY, p, s, need_dX=False, gemm_method=gemm_method)
+    assert none_dX is None
 
 
 def test_gemm_convolutions_reject_a_filter_larger_than_the_image():

@@ -2,8 +2,8 @@
 
     direct.py   16.3, the direct convolution: version 1 (one thread per output) and version 2
                 (shared-memory tiles, several output channels per block)
-    im2col.py   16.4, convolution as GEMM: im2col / col2im, im2col + GEMM, implicit GEMM
-                (with and without precomputed index tables)
+    im2col.py          16.4, convolution as GEMM: im2col / col2im, im2col + GEMM, backward
+    implicit_gemm.py   16.4, the GEMM without X_col (on-the-fly and precomputed indices)
     bench.py    16.3 speed against cuDNN;  widget.py  16.3 tiling explorer
 """
 

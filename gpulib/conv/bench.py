@@ -30,6 +30,16 @@ def flop(layer=LAYER) -> float:
     return 2.0 * layer["N"] * layer["K"] * Ho * Wo * layer["C"] * layer["R"] * layer["S"]
 
 
+def layer_inputs(layer=LAYER, seed: int = 0):
+    """Random X, W (scaled by 1/sqrt(C·R·S)) and b for a layer, float32."""
+    L = layer
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((L["N"], L["C"], L["H"], L["W"])).astype(np.float32)
+    W = (rng.standard_normal((L["K"], L["C"], L["R"], L["S"])) / np.sqrt(L["C"] * L["R"] * L["S"])).astype(np.float32)
+    b = rng.standard_normal(L["K"]).astype(np.float32)
+    return X, W, b
+
+
 def _reference(X, W, b, layer):
     """float64 reference: PyTorch's conv2d in float64 on the GPU if present, else NumPy."""
     try:
@@ -47,10 +57,7 @@ def measure(layer=LAYER, ladder=LADDER, repeat: int = 20) -> dict:
     if not gpulib.on_gpu():
         raise RuntimeError("timing needs a GPU: the simulator's times say nothing about one")
     L = layer
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((L["N"], L["C"], L["H"], L["W"])).astype(np.float32)
-    W = (rng.standard_normal((L["K"], L["C"], L["R"], L["S"])) / np.sqrt(L["C"] * L["R"] * L["S"])).astype(np.float32)
-    b = rng.standard_normal(L["K"]).astype(np.float32)
+    X, W, b = layer_inputs(L)
     want, ref_name = _reference(X, W, b, L)
     scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
     dX, dW, db = (gpulib.cuda.to_device(a) for a in (X, W, b))
@@ -65,30 +72,36 @@ def measure(layer=LAYER, ladder=LADDER, repeat: int = 20) -> dict:
                              repeat=repeat, label=name)
         rows.append(dict(name=f"gpulib {name}", version=version, channels_per_block=group,
                          ms=t.median_ms, tflops=t.tflops(total), rel_err=check.rel_err))
-    try:
-        import torch
-        import torch.nn.functional as F
-    except ImportError:
-        torch = None
-    if torch is not None:
-        torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-        tX, tW, tb = (torch.as_tensor(a, device="cuda") for a in (dX, dW, db))
-        run = lambda: F.conv2d(tX, tW, tb, stride=L["stride"], padding=L["padding"])  # noqa: E731
-        check = gpulib.validate(run().cpu().numpy(), want, scale=scale, name="cuDNN")
-        t = gpulib.benchmark(run, repeat=repeat, label="cuDNN fp32")
-        rows.append(dict(name="cuDNN fp32 (torch, benchmark=True, TF32 off)", version="cudnn",
-                         channels_per_block=None, ms=t.median_ms, tflops=t.tflops(total),
-                         rel_err=check.rel_err))
+    cudnn_row = cudnn_fp32(dX, dW, db, L, want, scale, repeat)
+    if cudnn_row is not None:
+        rows.append(cudnn_row)
     base = rows[0]["ms"]
-    cudnn = rows[-1]["ms"] if torch is not None else None
+    cudnn = cudnn_row["ms"] if cudnn_row is not None else None
     for row in rows:
         row["speedup_vs_v1"] = base / row["ms"]
         row["time_vs_cudnn"] = row["ms"] / cudnn if cudnn else None
     return dict(device=gpulib.env.device_name(), date=datetime.date.today().isoformat(), layer=L,
                 gflop=total / 1e9, reference=ref_name, repeat=repeat,
                 timing="median of CUDA events, L2 flushed", rows=rows)
+
+
+def cudnn_fp32(dX, dW, db, layer, want, scale, repeat: int = 20) -> dict | None:
+    """cuDNN's time for the layer through PyTorch (benchmark=True, TF32 off), checked against
+    ``want`` first; None without PyTorch."""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return None
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    tX, tW, tb = (torch.as_tensor(a, device="cuda") for a in (dX, dW, db))
+    run = lambda: F.conv2d(tX, tW, tb, stride=layer["stride"], padding=layer["padding"])  # noqa: E731
+    check = gpulib.validate(run().cpu().numpy(), want, scale=scale, name="cuDNN")
+    t = gpulib.benchmark(run, repeat=repeat, label="cuDNN fp32")
+    return dict(name="cuDNN fp32 (torch, benchmark=True, TF32 off)", version="cudnn", channels_per_block=None,
+                ms=t.median_ms, tflops=t.tflops(flop(layer)), rel_err=check.rel_err)
 
 
 def load(path=RESULTS) -> dict:

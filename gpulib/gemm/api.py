@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import gpulib
-from gpulib.arrays import blocks, output, require, to_device
+from gpulib.arrays import blocks, output, require, to_device, transposed
 from gpulib.gemm import kernels as K
 
 METHODS = ("v1", "v2", "v3", "library")
@@ -35,12 +35,35 @@ def _library(A, B, C):
     return C
 
 
-def matmul(A, B, method: str = "v3", out=None):
-    """C = A·B for float32 A [M, K] and B [K, N]; returns C [M, N] on the device."""
+def v3_shape() -> dict:
+    """Version 3's tile shape here: 128×128 blocks on a GPU, 16×16 on the simulator."""
+    return gpulib.sized(gpu=K.V3, sim=K.V3_SIM)
+
+
+def launch_v3(A, B, C, shape: dict | None = None):
+    """Launch version 3 with a tile ``shape`` (dict of BM, BN, BK, TM, TN)."""
+    shape = shape or v3_shape()
+    threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
+    grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
+    K.gemm_v3_kernel(**shape)[grid, threads](A, B, C)
+
+
+def matmul(A, B, method: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,
+           shape: dict | None = None):
+    """C = op(A)·op(B) for float32 matrices; returns C [M, N] on the device.
+
+    op(A) is A [M, K], or Aᵀ when ``trans_a`` (then A is stored as [K, M]); the same for B.
+    Transposes are views, never copies. ``shape`` sets version 3's tile (see ``launch_v3``).
+    """
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
-    require(A, "A", 2, layout="[M, K]")
-    require(B, "B", 2, layout="[K, N]")
+    require(A, "A", 2, layout="[K, M] (trans_a)" if trans_a else "[M, K]")
+    require(B, "B", 2, layout="[N, K] (trans_b)" if trans_b else "[K, N]")
+    A, B = to_device(A), to_device(B)
+    if trans_a:
+        A = transposed(A)
+    if trans_b:
+        B = transposed(B)
     if A.shape[1] != B.shape[0]:
         raise ValueError(
             f"inner dimensions do not match: A is {tuple(A.shape)} and B is {tuple(B.shape)}; "
@@ -48,7 +71,6 @@ def matmul(A, B, method: str = "v3", out=None):
         )
     M, N = A.shape[0], B.shape[1]
     C = output(out, (M, N), "out")
-    A, B = to_device(A), to_device(B)
     if method == "library":
         return _library(A, B, C)
     if method == "v1":
@@ -56,7 +78,5 @@ def matmul(A, B, method: str = "v3", out=None):
     elif method == "v2":
         K.gemm_v2_kernel[(blocks(N, K.TILE), blocks(M, K.TILE)), (K.TILE, K.TILE)](A, B, C)
     else:
-        shape = K.V3
-        threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
-        K.gemm_v3_kernel(**shape)[(blocks(N, shape["BN"]), blocks(M, shape["BM"])), threads](A, B, C)
+        launch_v3(A, B, C, shape)
     return C

@@ -17,7 +17,9 @@ from functools import lru_cache
 from numba import cuda, float32
 
 TILE = 16
-V3 = dict(BM=64, BN=64, BK=16, TM=4, TN=4)  # version 3's default shape: 16×16 threads per block
+V3 = dict(BM=128, BN=128, BK=8, TM=8, TN=8)  # version 3's default shape: 16×16 threads per block
+# the simulator runs every thread in Python: a small tile wastes less work on small matrices
+V3_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2)
 
 
 @cuda.jit
@@ -54,19 +56,24 @@ def gemm_v2_kernel(A, B, C):
 
 
 @lru_cache(maxsize=None)
-def gemm_v3_kernel(BM: int = 64, BN: int = 64, BK: int = 16, TM: int = 4, TN: int = 4):
+def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8):
     """Version 3 for a BM×BN block tile, BK-deep steps and TM×TN outputs per thread.
 
-    Launch with (BN // TN) × (BM // TM) threads per block (16×16 = 256 by default).
+    Launch with (BN // TN) × (BM // TM) threads per block (16×16 = 256 by default). Thread
+    (tx, ty) owns rows ty, ty + BM/TM, ty + 2·BM/TM, ... and columns tx, tx + BN/TN, ...:
+    spread out, so a warp's reads of b_tile hit 16 different banks and its stores to C are
+    runs of consecutive addresses. a_tile has 4 floats of padding per row so that the
+    transposing store into it does not make every thread of a warp hit the same bank.
     """
     THREADS_X, THREADS_Y = BN // TN, BM // TM
     THREADS = THREADS_X * THREADS_Y
+    PAD = 4
 
     @cuda.jit
     def gemm_v3(A, B, C):
-        a_tile = cuda.shared.array((BK, BM), float32)  # stored transposed: a_tile[k, m]
+        a_tile = cuda.shared.array((BK, BM + PAD), float32)  # transposed: a_tile[k, m] = A[m, k]
         b_tile = cuda.shared.array((BK, BN), float32)
-        acc = cuda.local.array((TM, TN), float32)
+        acc = cuda.local.array((TM, TN), float32)  # the thread's TM×TN outputs, in registers
         a_reg = cuda.local.array(TM, float32)
         b_reg = cuda.local.array(TN, float32)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
@@ -80,7 +87,7 @@ def gemm_v3_kernel(BM: int = 64, BN: int = 64, BK: int = 16, TM: int = 4, TN: in
                 acc[m, n] = float32(0.0)
         for k0 in range(0, K, BK):
             for e in range(flat, BM * BK, THREADS):  # A tile: BM rows × BK columns
-                m, k = e // BK, e % BK
+                m, k = e // BK, e % BK               # neighbouring threads read along a row of A
                 gi, gk = row0 + m, k0 + k
                 a_tile[k, m] = A[gi, gk] if gi < M and gk < K else float32(0.0)
             for e in range(flat, BK * BN, THREADS):  # B tile: BK rows × BN columns
@@ -90,16 +97,16 @@ def gemm_v3_kernel(BM: int = 64, BN: int = 64, BK: int = 16, TM: int = 4, TN: in
             cuda.syncthreads()
             for k in range(BK):
                 for m in range(TM):
-                    a_reg[m] = a_tile[k, ty * TM + m]
+                    a_reg[m] = a_tile[k, ty + m * THREADS_Y]
                 for n in range(TN):
-                    b_reg[n] = b_tile[k, tx * TN + n]
-                for m in range(TM):  # TM×TN multiply-adds from TM + TN shared reads
+                    b_reg[n] = b_tile[k, tx + n * THREADS_X]
+                for m in range(TM):  # TM×TN multiply-adds from TM + TN shared-memory reads
                     for n in range(TN):
                         acc[m, n] += a_reg[m] * b_reg[n]
             cuda.syncthreads()
         for m in range(TM):
             for n in range(TN):
-                i, j = row0 + ty * TM + m, col0 + tx * TN + n
+                i, j = row0 + ty + m * THREADS_Y, col0 + tx + n * THREADS_X
                 if i < M and j < N:
                     C[i, j] = acc[m, n]
 

@@ -1,0 +1,228 @@
+"""16.4 speed and memory: GEMM and convolution-as-GEMM against cuBLAS and cuDNN, measured on a
+GPU or read from the results stored in benchmarks/results/conv_gemm.json.
+
+Three parts, each a list of rows:
+
+    gemm     C = A·B, 4096³ fp32: gemm v1, v2, v3 (several tile shapes) and cuBLAS (CuPy, TF32 off)
+    layer    the 16.3 layer (N=32, C=64, 56x56, K=64, 3x3, padding 1): im2col alone, GEMM alone,
+             im2col + GEMM, implicit GEMM (both variants), direct v2 and cuDNN fp32
+    memory   bytes of X against bytes of X_col, measured as the drop in the device's free
+             memory when X_col is allocated, as the filter grows and as the batch grows; and
+             what implicit GEMM allocates for the same layer
+
+Every timed row is checked against a float64 reference first. ``benchmarks/conv_gemm.py`` is
+the command-line front end; notebooks call ``measure`` on a GPU and ``load`` elsewhere.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+import numpy as np
+
+import gpulib
+from gpulib import gemm
+from gpulib import reference as ref
+from gpulib.conv import bench as direct_bench
+from gpulib.conv import im2col as I
+from gpulib.conv import implicit_gemm as IG
+from gpulib.conv.direct import conv2d
+from gpulib.gemm import kernels as GK
+
+RESULTS = direct_bench.RESULTS.parent / "conv_gemm.json"
+LAYER = direct_bench.LAYER
+GEMM_SIZE = 4096
+# version 3 tile shapes tried on the GPU; the first is gemm.kernels.V3, the default
+V3_SHAPES = [GK.V3, dict(BM=64, BN=64, BK=16, TM=4, TN=4), dict(BM=128, BN=64, BK=8, TM=8, TN=4),
+             dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=128, BN=128, BK=16, TM=8, TN=8)]
+IMPLICIT_SHAPES = [IG.TILE, dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=64, BN=64, BK=8, TM=4, TN=4),
+                   dict(BM=64, BN=128, BK=16, TM=8, TN=8), dict(BM=64, BN=256, BK=8, TM=8, TN=8)]
+FILTERS = (1, 3, 5, 7)
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _shape_name(t: dict) -> str:
+    return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread"
+
+
+def _row(name, kind, t, flop, check=None, **extra):
+    row = dict(name=name, kind=kind, ms=t.median_ms, tflops=t.tflops(flop) if flop else None,
+               rel_err=None if check is None else check.rel_err)
+    row.update(extra)
+    return row
+
+
+def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> list[dict]:
+    """The GEMM ladder on size³ fp32, each version checked against a float64 product (cuBLAS dgemm)."""
+    import cupy
+
+    cuda = gpulib.cuda
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((size, size)).astype(np.float32)
+    B = rng.standard_normal((size, size)).astype(np.float32)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    cA, cB = cupy.asarray(dA).astype(cupy.float64), cupy.asarray(dB).astype(cupy.float64)
+    want = cupy.asnumpy(cA @ cB)
+    scale = float((cupy.abs(cA) @ cupy.abs(cB)).max())
+    del cA, cB
+    flop = 2.0 * size**3
+    C = cuda.device_array((size, size), np.float32)
+    runs = [("gpulib gemm v1 (naive)", "v1", None), ("gpulib gemm v2 (shared tiles 16x16)", "v2", None)]
+    runs += [(f"gpulib gemm v3 ({_shape_name(t)})", "v3", t) for t in shapes]
+    runs += [("cuBLAS sgemm (CuPy, TF32 off)", "library", None)]
+    rows = []
+    for name, method, shape in runs:
+        out = gpulib.poisoned((size, size))
+        gemm.matmul(dA, dB, method, out=out, shape=shape)
+        check = gpulib.validate(out, want, scale=scale, name=name)
+        reps = 3 if method == "v1" else repeat  # version 1 takes a fifth of a second a run
+        t = gpulib.benchmark(gemm.matmul, dA, dB, method, C, False, False, shape, repeat=reps, label=name)
+        rows.append(_row(name, method, t, flop, check, tile=shape, default=shape in (None, GK.V3)))
+    cublas = rows[-1]["ms"]
+    for row in rows:
+        row["fraction_of_cublas"] = cublas / row["ms"]
+    return rows
+
+
+def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tuple[list[dict], str]:
+    """Every way of computing the layer, checked against float64 and timed; plus cuDNN."""
+    cuda = gpulib.cuda
+    L = layer
+    X, W, b = direct_bench.layer_inputs(L)
+    want, ref_name = direct_bench._reference(X, W, b, L)
+    scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
+    dX, dW, db = (cuda.to_device(a) for a in (X, W, b))
+    p, s, R, S, K = L["padding"], L["stride"], L["R"], L["S"], L["K"]
+    flop = direct_bench.flop(L)
+    rows = []
+    Y = cuda.device_array(want.shape, np.float32)
+
+    # im2col alone, then the GEMM alone on its output (W_mat · X_col), for each GEMM
+    X_col = I.im2col(dX, R, S, p, s)
+    check = gpulib.validate(X_col.copy_to_host()[:, :4096], ref.im2col(X[:2], R, S, p, s)[:, :4096],
+                            name="X_col (first 4096 columns)")
+    t = gpulib.benchmark(I.im2col, dX, R, S, p, s, X_col, repeat=repeat, label="im2col")
+    rows.append(_row("im2col alone", "im2col", t, None, check, bytes=X_col.nbytes))
+    W_mat = dW.reshape(K, W[0].size)
+    Y_mat = cuda.device_array((K, X_col.shape[1]), np.float32)
+    for method, label in (("library", "cuBLAS"), ("v3", "gpulib gemm v3"), ("v2", "gpulib gemm v2")):
+        t = gpulib.benchmark(gemm.matmul, W_mat, X_col, method, Y_mat, repeat=repeat, label=label)
+        rows.append(_row(f"GEMM alone: {label} on X_col", "gemm", t, flop))
+    del X_col, Y_mat
+
+    def add(name, kind, fn, *args):
+        out = gpulib.poisoned(want.shape)
+        fn(*args, out=out)
+        check = gpulib.validate(out, want, scale=scale, name=name)
+        t = gpulib.benchmark(lambda: fn(*args, out=Y), repeat=repeat, label=name)
+        rows.append(_row(name, kind, t, flop, check))
+
+    add("im2col + cuBLAS", "im2col+gemm", I.conv2d_im2col, dX, dW, db, p, s, "library")
+    add("im2col + gpulib gemm v3", "im2col+gemm", I.conv2d_im2col, dX, dW, db, p, s, "v3")
+    table = cuda.to_device(IG.row_table(L["C"], R, S))
+    add("implicit GEMM (indices on the fly)", "implicit", IG.conv2d_implicit_gemm, dX, dW, db, p, s, False)
+    for t_shape in shapes:
+        name = f"implicit precomp GEMM ({_shape_name(t_shape)})"
+        add(name, "implicit", lambda *a, out: IG.conv2d_implicit_gemm(*a, True, out=out, table=table,
+                                                                        tile=t_shape), dX, dW, db, p, s)
+        rows[-1].update(tile=t_shape, default=t_shape == IG.TILE)
+    add("direct v2, 16 channels/block (16.3)", "direct", lambda *a, out: conv2d(*a, "v2", out=out), dX, dW, db, p, s)
+    cudnn = direct_bench.cudnn_fp32(dX, dW, db, L, want, scale, repeat)
+    if cudnn is not None:
+        rows.append(dict(name=cudnn["name"], kind="cudnn", ms=cudnn["ms"], tflops=cudnn["tflops"],
+                         rel_err=cudnn["rel_err"]))
+        for row in rows:
+            row["time_vs_cudnn"] = row["ms"] / cudnn["ms"]
+    return rows, ref_name
+
+
+def _free_bytes() -> int:
+    ctx = gpulib.cuda.current_context()
+    ctx.deallocations.clear()  # Numba frees lazily; make the free count current
+    gpulib.cuda.synchronize()
+    return ctx.get_memory_info().free
+
+
+def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
+    """Bytes of X and of X_col for each filter size (batch of the layer) and each batch size
+    (3x3), X_col measured as the drop in free device memory when im2col allocates it; and
+    the same drop for implicit GEMM's forward pass (Y given), which should be ~0."""
+    cuda = gpulib.cuda
+    rows = []
+    cases = [(R, layer["N"], "filter") for R in filters] + [(3, n, "batch") for n in batches]
+    for R, N, sweep in cases:
+        L = dict(layer, N=N, R=R, S=R, padding=R // 2)
+        X = cuda.to_device(np.random.default_rng(R).standard_normal((N, L["C"], L["H"], L["W"])).astype(np.float32))
+        before = _free_bytes()
+        X_col = I.im2col(X, R, R, L["padding"], 1)
+        used = before - _free_bytes()
+        rows.append(dict(sweep=sweep, R=R, N=N, x_bytes=X.nbytes, x_col_bytes=X_col.nbytes,
+                         x_col_measured_bytes=used, method="im2col"))
+        del X_col
+        W = cuda.to_device(np.ones((L["K"], L["C"], R, R), np.float32) / (L["C"] * R * R))
+        Y = cuda.device_array((N, L["K"], L["H"], L["W"]), np.float32)
+        bias = cuda.to_device(np.zeros(L["K"], np.float32))
+        table = cuda.to_device(IG.row_table(L["C"], R, R))
+        before = _free_bytes()
+        IG.conv2d_implicit_gemm(X, W, bias, L["padding"], 1, True, out=Y, table=table)
+        used = before - _free_bytes()
+        rows.append(dict(sweep=sweep, R=R, N=N, x_bytes=X.nbytes, x_col_bytes=0, x_col_measured_bytes=used,
+                         method="implicit", table_bytes=table.nbytes))
+        del X, W, Y, table, bias
+    return rows
+
+
+def measure(repeat: int = 20, progress=print) -> dict:
+    """All three parts; GPU only."""
+    if not gpulib.on_gpu():
+        raise RuntimeError("timing needs a GPU: the simulator's times say nothing about one")
+    progress("GEMM ladder ...")
+    gemm_rows = measure_gemm(repeat=repeat)
+    progress("layer ...")
+    layer_rows, ref_name = measure_layer(repeat=repeat)
+    progress("memory ...")
+    memory_rows = measure_memory()
+    return dict(device=gpulib.env.device_name(), date=datetime.date.today().isoformat(),
+                timing="median of CUDA events, L2 flushed", repeat=repeat,
+                gemm=dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, rows=gemm_rows),
+                layer=dict(layer=LAYER, gflop=direct_bench.flop(LAYER) / 1e9, reference=ref_name, rows=layer_rows),
+                memory=dict(layer=LAYER, rows=memory_rows))
+
+
+def load(path=RESULTS) -> dict:
+    """The stored results (measured on a GPU earlier), as written by ``save``."""
+    return json.loads(Path(path).read_text())
+
+
+def save(results: dict, path=RESULTS) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+
+
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def table(results: dict) -> str:
+    """The three parts as text tables."""
+    g, lay = results["gemm"], results["layer"]
+    lines = [f"{results['device']}, {results['date']}, {results['timing']}",
+             f"GEMM {g['size']}^3 fp32 ({g['gflop']:.0f} GFLOP)",
+             f"  {'implementation':<58} {'ms':>8} {'TFLOP/s':>8} {'of cuBLAS':>9} {'rel err':>8}"]
+    for r in g["rows"]:
+        lines.append(f"  {r['name']:<58} {r['ms']:8.3f} {r['tflops']:8.2f} {r['fraction_of_cublas']:9.1%} "
+                     f"{_fmt(r['rel_err'], '8.1e')}")
+    lines += [f"Layer {lay['layer']} ({lay['gflop']:.2f} GFLOP), checked against {lay['reference']}",
+              f"  {'implementation':<58} {'ms':>8} {'TFLOP/s':>8} {'vs cuDNN':>9} {'rel err':>8}"]
+    for r in lay["rows"]:
+        vs = f"{r['time_vs_cudnn']:.2f}x" if r.get("time_vs_cudnn") else "-"
+        lines.append(f"  {r['name']:<58} {r['ms']:8.3f} {_fmt(r['tflops'], '8.2f'):>8} {vs:>9} "
+                     f"{_fmt(r['rel_err'], '8.1e')}")
+    lines += ["Memory (MB = 10^6 bytes; X_col measured as the drop in free device memory)",
+              f"  {'sweep':<7} {'R':>2} {'N':>3} {'method':<9} {'X MB':>8} {'X_col MB':>9} {'measured MB':>12}"]
+    for r in results["memory"]["rows"]:
+        lines.append(f"  {r['sweep']:<7} {r['R']:>2} {r['N']:>3} {r['method']:<9} {r['x_bytes'] / 1e6:8.1f} "
+                     f"{r['x_col_bytes'] / 1e6:9.1f} {r['x_col_measured_bytes'] / 1e6:12.1f}")
+    return "\n".join(lines)

@@ -1,0 +1,164 @@
+"""16.4: implicit GEMM, convolution as Y_mat = W_mat · X_col without X_col in memory.
+
+The kernel is gemm version 3 (gpulib/gemm/kernels.py: a BM×BN block tile, BK-deep steps,
+TM×TN outputs per thread in registers) with two changes:
+
+  * the B tile is gathered: element (row, col) of X_col is X[n, c, y·stride + r - p,
+    x·stride + s - p] (zero outside the image) with row = (c, r, s) and col = (n, y, x), so
+    the kernel reads X where im2col would have copied it from;
+  * the result goes straight to Y [N, K, H', W'] with the bias added.
+
+Two variants, as in cuDNN:
+
+    IMPLICIT_GEMM          every load splits row into (c, r, s) and col into (n, y, x) with
+                           integer divisions: the index arithmetic of im2col, done per load.
+    IMPLICIT_PRECOMP_GEMM  each thread always gathers for the same column of the B tile, so
+                           it splits its column once, before the loop over C·R·S; the row
+                           part, (c, r, s), comes from a small table made once per filter
+                           shape (``row_table``). No division is left inside the loop.
+
+Neither allocates X_col: the extra memory is zero (on-the-fly) or the table, 12 bytes per
+row of X_col, C·R·S rows (precomputed).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import cuda, float32
+
+import gpulib
+from gpulib.arrays import blocks, output, to_device
+from gpulib.conv.direct import check_conv_inputs
+
+# default block tile on a GPU (tuned on the H200, see benchmarks/conv_gemm.py) and a small one
+# for the simulator, where every thread is a Python thread
+TILE = dict(BM=64, BN=128, BK=8, TM=8, TN=8)
+TILE_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2)
+
+
+@lru_cache(maxsize=None)
+def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: int = 128, BK: int = 8,
+                         TM: int = 8, TN: int = 8):
+    """The implicit GEMM kernel for an R×S filter; launch with (BN // TN) × (BM // TM) threads.
+
+    The GEMM is M = K filters, N = N·H'·W' output pixels, inner dimension C·R·S.
+    """
+    THREADS_X, THREADS_Y = BN // TN, BM // TM
+    THREADS = THREADS_X * THREADS_Y
+    if THREADS % BN or (BK * BN) % THREADS:
+        raise ValueError(f"the B tile needs a whole number of threads per column: {THREADS} threads, BN={BN}")
+    B_LOADS = BK * BN // THREADS  # B-tile elements each thread gathers per step, all in one column
+    K_STEP = THREADS // BN        # rows between them
+    PAD = 4
+
+    @cuda.jit
+    def implicit_gemm(X, W_mat, b, Y, padding, stride, rows):
+        a_tile = cuda.shared.array((BK, BM + PAD), float32)
+        b_tile = cuda.shared.array((BK, BN), float32)
+        acc = cuda.local.array((TM, TN), float32)
+        a_reg = cuda.local.array(TM, float32)
+        b_reg = cuda.local.array(TN, float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        flat = ty * THREADS_X + tx
+        row0 = cuda.blockIdx.y * BM  # first filter of this block
+        col0 = cuda.blockIdx.x * BN  # first output pixel of this block
+        H, Wd = X.shape[2], X.shape[3]
+        K, Ho, Wo = Y.shape[1], Y.shape[2], Y.shape[3]
+        CRS = W_mat.shape[1]
+        NP = Y.shape[0] * Ho * Wo
+        for m in range(TM):
+            for n in range(TN):
+                acc[m, n] = float32(0.0)
+        # the column of the B tile this thread gathers for, and its first row
+        my_col = flat % BN
+        my_row = flat // BN
+        col = col0 + my_col
+        if PRECOMPUTED:  # split the column once: image n and the window's top-left corner
+            img = col // (Ho * Wo)
+            p = col % (Ho * Wo)
+            y0 = (p // Wo) * stride - padding
+            x0 = (p % Wo) * stride - padding
+        for k0 in range(0, CRS, BK):
+            for e in range(flat, BM * BK, THREADS):  # A tile from W_mat, as in gemm version 3
+                m, k = e // BK, e % BK
+                gi, gk = row0 + m, k0 + k
+                a_tile[k, m] = W_mat[gi, gk] if gi < K and gk < CRS else float32(0.0)
+            for i in range(B_LOADS):  # B tile gathered from X: X_col[row, col], never stored
+                k = my_row + i * K_STEP
+                row = k0 + k
+                v = float32(0.0)
+                if row < CRS and col < NP:
+                    if PRECOMPUTED:  # (c, r, s) of this row from the table: no division
+                        iy = y0 + rows[row, 1]
+                        ix = x0 + rows[row, 2]
+                        if 0 <= iy < H and 0 <= ix < Wd:
+                            v = X[img, rows[row, 0], iy, ix]
+                    else:
+                        c = row // (R * S)
+                        r = (row // S) % R
+                        s = row % S
+                        n = col // (Ho * Wo)
+                        iy = ((col // Wo) % Ho) * stride + r - padding
+                        ix = (col % Wo) * stride + s - padding
+                        if 0 <= iy < H and 0 <= ix < Wd:
+                            v = X[n, c, iy, ix]
+                b_tile[k, my_col] = v
+            cuda.syncthreads()
+            for k in range(BK):
+                for m in range(TM):
+                    a_reg[m] = a_tile[k, ty + m * THREADS_Y]
+                for n in range(TN):
+                    b_reg[n] = b_tile[k, tx + n * THREADS_X]
+                for m in range(TM):
+                    for n in range(TN):
+                        acc[m, n] += a_reg[m] * b_reg[n]
+            cuda.syncthreads()
+        for n in range(TN):  # Y[n, k, y, x] = acc + b[k]: split each output column once
+            j = col0 + tx + n * THREADS_X
+            if j < NP:
+                img_j = j // (Ho * Wo)
+                p_j = j % (Ho * Wo)
+                for m in range(TM):
+                    i = row0 + ty + m * THREADS_Y
+                    if i < K:
+                        Y[img_j, i, p_j // Wo, p_j % Wo] = acc[m, n] + b[i]
+
+    return implicit_gemm
+
+
+def row_table(C: int, R: int, S: int) -> np.ndarray:
+    """The precomputed variant's table: row (c, r, s) of X_col → [c, r, s] (int32 [C·R·S, 3])."""
+    rows = np.arange(C * R * S)
+    return np.stack([rows // (R * S), (rows // S) % R, rows % S], axis=1).astype(np.int32)
+
+
+def tile_shape() -> dict:
+    """The block tile used here: ``TILE`` on a GPU, ``TILE_SIM`` on the simulator."""
+    return gpulib.sized(gpu=TILE, sim=TILE_SIM)
+
+
+def conv2d_implicit_gemm(X, W, b=None, padding: int = 0, stride: int = 1, precomputed: bool = True,
+                         out=None, table=None, tile: dict | None = None):
+    """Y = conv(X, W) + b as one implicit GEMM: no X_col in memory.
+
+    ``precomputed`` picks IMPLICIT_PRECOMP_GEMM (default) or IMPLICIT_GEMM; ``table`` may hold
+    ``row_table(C, R, S)`` already on the device, to reuse across calls; ``tile`` overrides the
+    block tile (a dict of BM, BN, BK, TM, TN).
+    """
+    N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
+    _, C, R, S = W.shape
+    Y = output(out, (N, K, Ho, Wo), "out")
+    if precomputed:
+        table = table if table is not None else to_device(row_table(C, R, S))
+    else:
+        table = to_device(np.zeros((1, 3), np.int32))  # unused
+    W_mat = to_device(W).reshape(K, C * R * S)
+    bias = to_device(np.zeros(K, np.float32) if b is None else b)
+    t = tile or tile_shape()
+    grid = (blocks(N * Ho * Wo, t["BN"]), blocks(K, t["BM"]))
+    threads = (t["BN"] // t["TN"], t["BM"] // t["TM"])
+    implicit_gemm_kernel(R, S, bool(precomputed), **t)[grid, threads](
+        to_device(X), W_mat, bias, Y, padding, stride, table)
+    return Y
