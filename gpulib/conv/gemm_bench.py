@@ -35,16 +35,17 @@ RESULTS = direct_bench.RESULTS.parent / "conv_gemm.json"
 LAYER = direct_bench.LAYER
 GEMM_SIZE = 4096
 # version 3 tile shapes tried on the GPU; the first is gemm.kernels.V3, the default
-V3_SHAPES = [GK.V3, dict(BM=64, BN=64, BK=16, TM=4, TN=4), dict(BM=128, BN=64, BK=8, TM=8, TN=4),
-             dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=128, BN=128, BK=16, TM=8, TN=8)]
-IMPLICIT_SHAPES = [IG.TILE, dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=64, BN=64, BK=8, TM=4, TN=4),
-                   dict(BM=64, BN=128, BK=16, TM=8, TN=8), dict(BM=64, BN=256, BK=8, TM=8, TN=8)]
+V3_SHAPES = [GK.V3, dict(GK.V3, PREFETCH=False), dict(BM=64, BN=64, BK=16, TM=4, TN=4, PREFETCH=True),
+             dict(BM=128, BN=128, BK=16, TM=8, TN=8, PREFETCH=True)]
+IMPLICIT_SHAPES = [IG.TILE, dict(IG.TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, PREFETCH=True),
+                   dict(BM=64, BN=256, BK=8, TM=8, TN=8, PREFETCH=True)]
 FILTERS = (1, 3, 5, 7)
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
 
 def _shape_name(t: dict) -> str:
-    return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread"
+    prefetch = ", prefetch" if t.get("PREFETCH", True) else ""
+    return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread{prefetch}"
 
 
 def _row(name, kind, t, flop, check=None, **extra):

@@ -13,8 +13,8 @@ Two variants, as in cuDNN:
     IMPLICIT_GEMM          every load splits row into (c, r, s) and col into (n, y, x) with
                            integer divisions: the index arithmetic of im2col, done per load.
     IMPLICIT_PRECOMP_GEMM  each thread always gathers for the same column of the B tile, so
-                           it splits its column once, before the loop over C·R·S; the row
-                           part, (c, r, s), comes from a small table made once per filter
+                           it uses its column split once, before the loop over C·R·S; the
+                           row part, (c, r, s), comes from a small table made once per filter
                            shape (``row_table``). No division is left inside the loop.
 
 Neither allocates X_col: the extra memory is zero (on-the-fly) or the table, 12 bytes per
@@ -26,7 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, int32
 
 import gpulib
 from gpulib.arrays import blocks, output, to_device
@@ -34,78 +34,96 @@ from gpulib.conv.direct import check_conv_inputs
 
 # default block tile on a GPU (tuned on the H200, see benchmarks/conv_gemm.py) and a small one
 # for the simulator, where every thread is a Python thread
-TILE = dict(BM=64, BN=128, BK=8, TM=8, TN=8)
-TILE_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2)
+TILE = dict(BM=64, BN=128, BK=8, TM=8, TN=8, PREFETCH=True)
+TILE_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2, PREFETCH=True)
 
 
 @lru_cache(maxsize=None)
 def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: int = 128, BK: int = 8,
-                         TM: int = 8, TN: int = 8):
+                         TM: int = 8, TN: int = 8, PREFETCH: bool = True):
     """The implicit GEMM kernel for an R×S filter; launch with (BN // TN) × (BM // TM) threads.
 
-    The GEMM is M = K filters, N = N·H'·W' output pixels, inner dimension C·R·S.
+    The GEMM is M = K filters, N = N·H'·W' output pixels, inner dimension C·R·S. PREFETCH
+    loads the next tiles into registers while the current ones are multiplied, as in gemm v3.
     """
     THREADS_X, THREADS_Y = BN // TN, BM // TM
     THREADS = THREADS_X * THREADS_Y
-    if THREADS % BN or (BK * BN) % THREADS:
-        raise ValueError(f"the B tile needs a whole number of threads per column: {THREADS} threads, BN={BN}")
-    B_LOADS = BK * BN // THREADS  # B-tile elements each thread gathers per step, all in one column
+    if THREADS % BN or (BK * BN) % THREADS or (BM * BK) % THREADS:
+        raise ValueError(f"the tiles need a whole number of threads per column: {THREADS} threads, BN={BN}")
+    A_LOADS = BM * BK // THREADS  # W_mat elements each thread loads per step
+    B_LOADS = BK * BN // THREADS  # X_col elements each thread gathers per step, all in one column
     K_STEP = THREADS // BN        # rows between them
-    PAD = 4
+    A_ROW = BM + 4  # a_tile's row length: 4 floats of padding
+
+    @cuda.jit(device=True)
+    def fetch(X, W_mat, rows, a_next, b_next, row0, k0, flat, col, img, y0, x0, padding, stride, Ho, Wo):
+        """This thread's share of the next W_mat tile and of the X_col tile, gathered from X."""
+        K, CRS = W_mat.shape
+        H, Wd = X.shape[2], X.shape[3]
+        NP = X.shape[0] * Ho * Wo
+        for i in range(A_LOADS):  # A tile from W_mat, as in gemm version 3
+            e = flat + i * THREADS
+            gi, gk = row0 + e // BK, k0 + e % BK
+            a_next[i] = W_mat[gi, gk] if gi < K and gk < CRS else float32(0.0)
+        for i in range(B_LOADS):  # B tile gathered from X: X_col[row, col], never stored
+            row = k0 + flat // BN + i * K_STEP
+            v = float32(0.0)
+            if row < CRS and col < NP:
+                if PRECOMPUTED:  # (c, r, s) of this row from the table: no division
+                    iy = y0 + rows[row, 1]
+                    ix = x0 + rows[row, 2]
+                    if 0 <= iy < H and 0 <= ix < Wd:
+                        v = X[img, rows[row, 0], iy, ix]
+                else:  # split row into (c, r, s) and col into (n, y, x) for every load
+                    c = row // (R * S)
+                    r = (row // S) % R
+                    s = row % S
+                    n = col // (Ho * Wo)
+                    iy = ((col // Wo) % Ho) * stride + r - padding
+                    ix = (col % Wo) * stride + s - padding
+                    if 0 <= iy < H and 0 <= ix < Wd:
+                        v = X[n, c, iy, ix]
+            b_next[i] = v
 
     @cuda.jit
     def implicit_gemm(X, W_mat, b, Y, padding, stride, rows):
-        a_tile = cuda.shared.array((BK, BM + PAD), float32)
+        a_tile = cuda.shared.array((BK, A_ROW), float32)
         b_tile = cuda.shared.array((BK, BN), float32)
         acc = cuda.local.array((TM, TN), float32)
         a_reg = cuda.local.array(TM, float32)
         b_reg = cuda.local.array(TN, float32)
+        a_next = cuda.local.array(A_LOADS, float32)
+        b_next = cuda.local.array(B_LOADS, float32)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
         flat = ty * THREADS_X + tx
         row0 = cuda.blockIdx.y * BM  # first filter of this block
         col0 = cuda.blockIdx.x * BN  # first output pixel of this block
-        H, Wd = X.shape[2], X.shape[3]
         K, Ho, Wo = Y.shape[1], Y.shape[2], Y.shape[3]
         CRS = W_mat.shape[1]
         NP = Y.shape[0] * Ho * Wo
         for m in range(TM):
             for n in range(TN):
                 acc[m, n] = float32(0.0)
-        # the column of the B tile this thread gathers for, and its first row
-        my_col = flat % BN
-        my_row = flat // BN
-        col = col0 + my_col
-        if PRECOMPUTED:  # split the column once: image n and the window's top-left corner
-            img = col // (Ho * Wo)
-            p = col % (Ho * Wo)
-            y0 = (p // Wo) * stride - padding
-            x0 = (p % Wo) * stride - padding
+        # the column of the B tile this thread always gathers for (its first row is flat // BN)
+        col = col0 + flat % BN
+        img = col // (Ho * Wo)  # split once: image n and the window's top-left corner
+        p = col % (Ho * Wo)
+        y0 = (p // Wo) * stride - padding
+        x0 = (p % Wo) * stride - padding
+        if PREFETCH:
+            fetch(X, W_mat, rows, a_next, b_next, row0, 0, flat, col, img, y0, x0, padding, stride, Ho, Wo)
         for k0 in range(0, CRS, BK):
-            for e in range(flat, BM * BK, THREADS):  # A tile from W_mat, as in gemm version 3
-                m, k = e // BK, e % BK
-                gi, gk = row0 + m, k0 + k
-                a_tile[k, m] = W_mat[gi, gk] if gi < K and gk < CRS else float32(0.0)
-            for i in range(B_LOADS):  # B tile gathered from X: X_col[row, col], never stored
-                k = my_row + i * K_STEP
-                row = k0 + k
-                v = float32(0.0)
-                if row < CRS and col < NP:
-                    if PRECOMPUTED:  # (c, r, s) of this row from the table: no division
-                        iy = y0 + rows[row, 1]
-                        ix = x0 + rows[row, 2]
-                        if 0 <= iy < H and 0 <= ix < Wd:
-                            v = X[img, rows[row, 0], iy, ix]
-                    else:
-                        c = row // (R * S)
-                        r = (row // S) % R
-                        s = row % S
-                        n = col // (Ho * Wo)
-                        iy = ((col // Wo) % Ho) * stride + r - padding
-                        ix = (col % Wo) * stride + s - padding
-                        if 0 <= iy < H and 0 <= ix < Wd:
-                            v = X[n, c, iy, ix]
-                b_tile[k, my_col] = v
+            if not PREFETCH:
+                fetch(X, W_mat, rows, a_next, b_next, row0, k0, flat, col, img, y0, x0, padding, stride, Ho, Wo)
+            for i in range(A_LOADS):  # registers → shared tiles
+                e = flat + i * THREADS
+                a_tile[e % BK, e // BK] = a_next[i]
+            for i in range(B_LOADS):
+                b_tile[flat // BN + i * K_STEP, flat % BN] = b_next[i]
             cuda.syncthreads()
+            if PREFETCH and k0 + BK < CRS:
+                fetch(X, W_mat, rows, a_next, b_next, row0, k0 + BK, flat, col, img, y0, x0, padding, stride,
+                      Ho, Wo)
             for k in range(BK):
                 for m in range(TM):
                     a_reg[m] = a_tile[k, ty + m * THREADS_Y]
@@ -115,15 +133,19 @@ def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: in
                     for n in range(TN):
                         acc[m, n] += a_reg[m] * b_reg[n]
             cuda.syncthreads()
-        for n in range(TN):  # Y[n, k, y, x] = acc + b[k]: split each output column once
+        out_n = cuda.local.array(TN, int32)  # where this thread's TN output columns go in Y
+        out_y = cuda.local.array(TN, int32)
+        out_x = cuda.local.array(TN, int32)
+        for n in range(TN):  # split each output column (n, y, x) once
             j = col0 + tx + n * THREADS_X
-            if j < NP:
-                img_j = j // (Ho * Wo)
-                p_j = j % (Ho * Wo)
-                for m in range(TM):
-                    i = row0 + ty + m * THREADS_Y
-                    if i < K:
-                        Y[img_j, i, p_j // Wo, p_j % Wo] = acc[m, n] + b[i]
+            out_n[n] = j // (Ho * Wo)
+            out_y[n] = (j // Wo) % Ho
+            out_x[n] = j % Wo
+        for m in range(TM):  # Y[n, k, y, x] = acc + b[k]
+            for n in range(TN):
+                i, j = row0 + ty + m * THREADS_Y, col0 + tx + n * THREADS_X
+                if i < K and j < NP:
+                    Y[out_n[n], i, out_y[n], out_x[n]] = acc[m, n] + b[i]
 
     return implicit_gemm
 

@@ -17,9 +17,9 @@ from functools import lru_cache
 from numba import cuda, float32
 
 TILE = 16
-V3 = dict(BM=128, BN=128, BK=8, TM=8, TN=8)  # version 3's default shape: 16×16 threads per block
+V3 = dict(BM=128, BN=128, BK=8, TM=8, TN=8, PREFETCH=True)  # version 3's default shape: 16×16 threads per block
 # the simulator runs every thread in Python: a small tile wastes less work on small matrices
-V3_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2)
+V3_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2, PREFETCH=True)
 
 
 @cuda.jit
@@ -56,7 +56,8 @@ def gemm_v2_kernel(A, B, C):
 
 
 @lru_cache(maxsize=None)
-def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8):
+def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8,
+                   PREFETCH: bool = True):
     """Version 3 for a BM×BN block tile, BK-deep steps and TM×TN outputs per thread.
 
     Launch with (BN // TN) × (BM // TM) threads per block (16×16 = 256 by default). Thread
@@ -64,18 +65,41 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     spread out, so a warp's reads of b_tile hit 16 different banks and its stores to C are
     runs of consecutive addresses. a_tile has 4 floats of padding per row so that the
     transposing store into it does not make every thread of a warp hit the same bank.
+
+    PREFETCH: each thread loads its share of the *next* A and B tiles from global memory into
+    registers before it multiplies the current tiles, so the ~500-cycle wait for global
+    memory overlaps the arithmetic instead of preceding it (software pipelining).
     """
     THREADS_X, THREADS_Y = BN // TN, BM // TM
     THREADS = THREADS_X * THREADS_Y
-    PAD = 4
+    if (BM * BK) % THREADS or (BK * BN) % THREADS:
+        raise ValueError(f"{THREADS} threads cannot share a {BM}x{BK} and a {BK}x{BN} tile evenly")
+    A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS  # tile elements per thread
+    A_ROW = BM + 4  # a_tile's row length: 4 floats of padding
+
+    @cuda.jit(device=True)
+    def fetch(A, B, a_next, b_next, row0, col0, k0, flat):
+        """This thread's share of the A tile (rows row0.., columns k0..) and B tile, into registers."""
+        M, K = A.shape
+        N = B.shape[1]
+        for i in range(A_LOADS):
+            e = flat + i * THREADS
+            gi, gk = row0 + e // BK, k0 + e % BK  # neighbouring threads read along a row of A
+            a_next[i] = A[gi, gk] if gi < M and gk < K else float32(0.0)
+        for i in range(B_LOADS):
+            e = flat + i * THREADS
+            gk, gj = k0 + e // BN, col0 + e % BN
+            b_next[i] = B[gk, gj] if gk < K and gj < N else float32(0.0)
 
     @cuda.jit
     def gemm_v3(A, B, C):
-        a_tile = cuda.shared.array((BK, BM + PAD), float32)  # transposed: a_tile[k, m] = A[m, k]
+        a_tile = cuda.shared.array((BK, A_ROW), float32)  # transposed: a_tile[k, m] = A[m, k]
         b_tile = cuda.shared.array((BK, BN), float32)
         acc = cuda.local.array((TM, TN), float32)  # the thread's TM×TN outputs, in registers
         a_reg = cuda.local.array(TM, float32)
         b_reg = cuda.local.array(TN, float32)
+        a_next = cuda.local.array(A_LOADS, float32)  # tile elements on their way from global memory
+        b_next = cuda.local.array(B_LOADS, float32)
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
         flat = ty * THREADS_X + tx
         row0 = cuda.blockIdx.y * BM
@@ -85,16 +109,20 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
         for m in range(TM):
             for n in range(TN):
                 acc[m, n] = float32(0.0)
+        if PREFETCH:
+            fetch(A, B, a_next, b_next, row0, col0, 0, flat)
         for k0 in range(0, K, BK):
-            for e in range(flat, BM * BK, THREADS):  # A tile: BM rows × BK columns
-                m, k = e // BK, e % BK               # neighbouring threads read along a row of A
-                gi, gk = row0 + m, k0 + k
-                a_tile[k, m] = A[gi, gk] if gi < M and gk < K else float32(0.0)
-            for e in range(flat, BK * BN, THREADS):  # B tile: BK rows × BN columns
-                k, n = e // BN, e % BN
-                gk, gj = k0 + k, col0 + n
-                b_tile[k, n] = B[gk, gj] if gk < K and gj < N else float32(0.0)
+            if not PREFETCH:
+                fetch(A, B, a_next, b_next, row0, col0, k0, flat)
+            for i in range(A_LOADS):  # registers → shared tiles
+                e = flat + i * THREADS
+                a_tile[e % BK, e // BK] = a_next[i]
+            for i in range(B_LOADS):
+                e = flat + i * THREADS
+                b_tile[e // BN, e % BN] = b_next[i]
             cuda.syncthreads()
+            if PREFETCH and k0 + BK < K:  # start the next tiles' loads; they land during the math
+                fetch(A, B, a_next, b_next, row0, col0, k0 + BK, flat)
             for k in range(BK):
                 for m in range(TM):
                     a_reg[m] = a_tile[k, ty + m * THREADS_Y]
