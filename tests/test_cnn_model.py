@@ -47,3 +47,27 @@ def test_the_mlp_training_loop_trains_the_cnn_on_flattened_digits():
     small = Split(d.X_train[:32], d.y_train[:32], d.X_test[:16], d.y_test[:16])
     history = train(SmallCNN(channels=2), small, lr=0.5, epochs=1, batch_size=16, progress=False)
     assert len(history.step_loss) == 2 and len(history.epoch_test_acc) == 1
+
+
+import pytest  # noqa: E402
+
+from gpulib.cnn import layers as L  # noqa: E402
+
+
+@pytest.mark.parametrize("algorithm", [a for a in L.ALGORITHMS if a != "direct"])
+def test_every_conv_algorithm_is_a_drop_in_for_the_direct_one(algorithm, rng):
+    X = rng.random((3, 1, 8, 8), dtype=np.float32)
+    y = rng.integers(0, 10, 3).astype(np.int32)
+    direct_loss, direct_grads = SmallCNN(channels=2, seed=4).loss_and_grads(X, y)
+    loss, grads = SmallCNN(channels=2, seed=4, conv_algorithm=algorithm).loss_and_grads(X, y)
+    assert abs(loss - direct_loss) < 1e-5 * max(1.0, abs(direct_loss))
+    for got, want in zip(grads, direct_grads):
+        want = want.copy_to_host().astype(np.float64)
+        gpulib.validate(got, want, scale=np.abs(want).max() + 1e-12, name=algorithm)
+
+
+def test_unknown_conv_algorithm_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown conv_algorithm 'fft'"):
+        SmallCNN(conv_algorithm="fft")
+    with pytest.raises(ValueError, match="unknown algorithm 'winograd'"):
+        L.conv2d_forward(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), algorithm="winograd")

@@ -22,27 +22,55 @@ def _grid_nchw(N, C, H, W):
     return (blocks(W, bx), blocks(H, by), N * C), (bx, by)
 
 
-def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, out=None, version=None):
-    """The convolution layer's forward pass with a direct kernel of 16.3.
+ALGORITHMS = ("direct", "im2col", "implicit_gemm", "implicit_precomp_gemm")
 
-    By default version 2 (the fastest) on a GPU and version 1 on the simulator, where every
-    barrier of version 2 costs Python threads a rendezvous (3x slower there); both are
-    checked against the same reference in tests/test_conv_direct.py.
+
+def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, out=None, version=None,
+                   algorithm: str = "direct"):
+    """The convolution layer's forward pass; every algorithm gives the same Y.
+
+    "direct" (16.3): version 2 (the fastest) on a GPU and version 1 on the simulator, where
+    every barrier of version 2 costs Python threads a rendezvous (3x slower there), unless
+    ``version`` says otherwise. "im2col": im2col + GEMM (cuBLAS on a GPU). "implicit_gemm" and
+    "implicit_precomp_gemm": 16.4's GEMM without X_col.
     """
     import gpulib
+    from gpulib.conv import im2col, implicit_gemm
 
-    version = version or gpulib.sized(gpu="v2", sim="v1")
-    return conv2d(X, W, b, padding, stride, version=version, out=out)
+    if algorithm == "direct":
+        version = version or gpulib.sized(gpu="v2", sim="v1")
+        return conv2d(X, W, b, padding, stride, version=version, out=out)
+    if algorithm == "im2col":
+        return im2col.conv2d_im2col(X, W, b, padding, stride, out=out)
+    if algorithm in ("implicit_gemm", "implicit_precomp_gemm"):
+        return implicit_gemm.conv2d_implicit_gemm(X, W, b, padding, stride, algorithm == "implicit_precomp_gemm",
+                                                  out=out)
+    raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {ALGORITHMS}")
 
 
-def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, need_dX: bool = True, outs=None):
-    """(dX, dW, db) of Y = conv2d(X, W) + b given dY; dX is None when ``need_dX`` is False."""
+def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, need_dX: bool = True, outs=None,
+                    algorithm: str = "direct"):
+    """(dX, dW, db) of Y = conv2d(X, W) + b given dY; dX is None when ``need_dX`` is False.
+
+    "direct": one thread per element of dX and of dW (gpulib/cnn/kernels.py). "im2col": dW and
+    dX as GEMMs, dX folded back by col2im (gpulib/conv/im2col.py); ``outs`` is ignored there.
+    The implicit algorithms are forward-only, so they take the direct backward.
+    """
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {ALGORITHMS}")
     N, Kc, Ho, Wo = check_conv_inputs(X, W, None, padding, stride)
     require(dY, "dY", 4, layout="[N, K, H', W']")
     if tuple(dY.shape) != (N, Kc, Ho, Wo):
         raise ValueError(f"dY must have the output's shape {(N, Kc, Ho, Wo)}, not {tuple(dY.shape)}")
     out_dX, out_dW, out_db = outs if outs is not None else (None, None, None)
     X, W, dY = map(to_device, (X, W, dY))
+    if algorithm == "im2col":
+        from gpulib.conv.im2col import conv2d_im2col_backward
+
+        dX, dW = conv2d_im2col_backward(X, W, dY, padding, stride, need_dX)
+        db = output(out_db, (Kc,), "db")
+        K.conv2d_bias_grad_kernel[blocks(Kc, BLOCK_1D), BLOCK_1D](dY, db)
+        return dX, dW, db
     dX = None
     if need_dX:
         dX = output(out_dX, tuple(X.shape), "dX")

@@ -21,7 +21,13 @@ from gpulib.mlp import layers as mlp
 class SmallCNN:
     """One convolution layer of ``channels`` 3x3 filters, then a fully connected layer."""
 
-    def __init__(self, image_shape=(1, 8, 8), channels: int = 8, classes: int = 10, seed: int = 0):
+    def __init__(self, image_shape=(1, 8, 8), channels: int = 8, classes: int = 10, seed: int = 0,
+                 conv_algorithm: str = "direct"):
+        """``conv_algorithm``: how the convolution runs, one of gpulib.cnn.layers.ALGORITHMS
+        ("direct" of 16.3, or 16.4's "im2col", "implicit_gemm", "implicit_precomp_gemm")."""
+        if conv_algorithm not in L.ALGORITHMS:
+            raise ValueError(f"unknown conv_algorithm {conv_algorithm!r}; choose one of {L.ALGORITHMS}")
+        self.conv_algorithm = conv_algorithm
         C, H, W = image_shape
         if H % 2 or W % 2:
             raise ValueError(f"image height and width must be even for the 2x2 pooling, not {H}x{W}")
@@ -50,7 +56,7 @@ class SmallCNN:
         """Every intermediate tensor, named as in the chapter's figure."""
         cW, cb, fW, fb = self.params
         X = self._images(X)
-        conv = L.conv2d_forward(X, cW, cb, padding=1)
+        conv = L.conv2d_forward(X, cW, cb, padding=1, algorithm=self.conv_algorithm)
         act = L.relu(conv)
         pooled, argmax = L.max_pool2d(act, 2)
         flat = pooled.reshape(pooled.shape[0], pooled.size // pooled.shape[0])
@@ -69,7 +75,8 @@ class SmallCNN:
         d_pool = d_flat.reshape(*t["pool"].shape)
         d_relu = L.max_pool2d_backward(d_pool, t["argmax"], t["relu"].shape, 2)
         d_conv = L.relu_backward(t["relu"], d_relu)
-        _, d_cW, d_cb = L.conv2d_backward(t["X"], self.params[0], d_conv, padding=1, need_dX=False)
+        _, d_cW, d_cb = L.conv2d_backward(t["X"], self.params[0], d_conv, padding=1, need_dX=False,
+                                          algorithm=self.conv_algorithm)
         return float(loss.copy_to_host().mean(dtype=np.float64)), [d_cW, d_cb, d_fW, d_fb]
 
     def step(self, grads, lr: float) -> None:

@@ -35,10 +35,13 @@ RESULTS = direct_bench.RESULTS.parent / "conv_gemm.json"
 LAYER = direct_bench.LAYER
 GEMM_SIZE = 4096
 # version 3 tile shapes tried on the GPU; the first is gemm.kernels.V3, the default
-V3_SHAPES = [GK.V3, dict(GK.V3, PREFETCH=False), dict(BM=64, BN=64, BK=16, TM=4, TN=4, PREFETCH=True),
-             dict(BM=128, BN=128, BK=16, TM=8, TN=8, PREFETCH=True)]
-IMPLICIT_SHAPES = [IG.TILE, dict(IG.TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, PREFETCH=True),
-                   dict(BM=64, BN=256, BK=8, TM=8, TN=8, PREFETCH=True)]
+_P = dict(PREFETCH=True)
+V3_SHAPES = [GK.V3, dict(GK.V3, PREFETCH=False), dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P),
+             dict(BM=64, BN=64, BK=32, TM=4, TN=4, **_P), dict(BM=128, BN=64, BK=16, TM=8, TN=4, **_P),
+             dict(BM=64, BN=128, BK=16, TM=4, TN=8, **_P), dict(BM=128, BN=128, BK=8, TM=8, TN=8, **_P)]
+IMPLICIT_SHAPES = [IG.TILE, dict(IG.TILE, PREFETCH=False), dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P),
+                   dict(BM=64, BN=128, BK=8, TM=4, TN=8, **_P), dict(BM=64, BN=128, BK=8, TM=8, TN=8, **_P),
+                   dict(BM=64, BN=32, BK=8, TM=4, TN=2, **_P)]
 FILTERS = (1, 3, 5, 7)
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
@@ -80,7 +83,7 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> l
         check = gpulib.validate(out, want, scale=scale, name=name)
         reps = 3 if method == "v1" else repeat  # version 1 takes a fifth of a second a run
         t = gpulib.benchmark(gemm.matmul, dA, dB, method, C, False, False, shape, repeat=reps, label=name)
-        rows.append(_row(name, method, t, flop, check, tile=shape, default=shape in (None, GK.V3)))
+        rows.append(_row(name, method, t, flop, check, tile=shape))
     cublas = rows[-1]["ms"]
     for row in rows:
         row["fraction_of_cublas"] = cublas / row["ms"]
@@ -128,7 +131,7 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
         name = f"implicit precomp GEMM ({_shape_name(t_shape)})"
         add(name, "implicit", lambda *a, out: IG.conv2d_implicit_gemm(*a, True, out=out, table=table,
                                                                         tile=t_shape), dX, dW, db, p, s)
-        rows[-1].update(tile=t_shape, default=t_shape == IG.TILE)
+        rows[-1].update(tile=t_shape)
     add("direct v2, 16 channels/block (16.3)", "direct", lambda *a, out: conv2d(*a, "v2", out=out), dX, dW, db, p, s)
     cudnn = direct_bench.cudnn_fp32(dX, dW, db, L, want, scale, repeat)
     if cudnn is not None:
@@ -140,6 +143,9 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
 
 
 def _free_bytes() -> int:
+    import gc
+
+    gc.collect()  # arrays held in reference cycles are freed only by the cycle collector
     ctx = gpulib.cuda.current_context()
     ctx.deallocations.clear()  # Numba frees lazily; make the free count current
     gpulib.cuda.synchronize()
@@ -227,3 +233,73 @@ def table(results: dict) -> str:
         lines.append(f"  {r['sweep']:<7} {r['R']:>2} {r['N']:>3} {r['method']:<9} {r['x_bytes'] / 1e6:8.1f} "
                      f"{r['x_col_bytes'] / 1e6:9.1f} {r['x_col_measured_bytes'] / 1e6:12.1f}")
     return "\n".join(lines)
+
+
+def _short(name: str) -> str:
+    return (name.replace("gpulib ", "").replace(" (torch, benchmark=True, TF32 off)", "")
+            .replace(" (CuPy, TF32 off)", "").replace("/thread", ""))
+
+
+def plot_speed(results: dict, measured_live: bool):
+    """Left: the GEMM ladder on 4096³ against cuBLAS; right: every way to compute the layer,
+    time in ms (log scale), each labelled with its TFLOP/s and its time relative to cuDNN."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    fig, (ax_g, ax_l) = plt.subplots(1, 2, figsize=(14, 5.6), gridspec_kw=dict(width_ratios=[1, 1.15]))
+    colour = dict(v1="tab:gray", v2="tab:blue", v3="tab:blue", library="tab:green", im2col="tab:orange",
+                  gemm="tab:olive", **{"im2col+gemm": "tab:orange"}, implicit="tab:purple", direct="tab:gray",
+                  cudnn="tab:green")
+    for ax, rows, label in ((ax_g, results["gemm"]["rows"], "of_cublas"), (ax_l, results["layer"]["rows"], "vs_cudnn")):
+        ms = [r["ms"] for r in rows]
+        ax.barh([_short(r["name"]) for r in rows], ms, color=[colour.get(r["kind"], "tab:blue") for r in rows])
+        for i, r in enumerate(rows):
+            note = (f"{r['fraction_of_cublas']:.0%} of cuBLAS" if label == "of_cublas"
+                    else f"cuDNN의 {r['time_vs_cudnn']:.1f}배 시간" if r.get("time_vs_cudnn") else "")
+            rate = f"{r['tflops']:.1f} TFLOP/s, " if r.get("tflops") else ""
+            ax.text(r["ms"] * 1.06, i, f"{r['ms']:.2f} ms, {rate}{note}", va="center", fontsize=7)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.invert_yaxis()
+        ax.set_xlim(right=max(ms) * 30)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_xlabel("시간 (ms, 로그 눈금, 짧을수록 빠름)")
+    ax_g.set_title(f"GEMM {results['gemm']['size']}³ fp32", fontsize=10)
+    ax_l.set_title("conv 3x3, N=32 C=64 56x56 K=64, fp32", fontsize=10)
+    source = "지금 이 GPU에서 측정" if measured_live else "저장된 측정값"
+    fig.suptitle(f"{results['device']}, {results['date']} ({source})", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_memory(results: dict):
+    """Bytes of X and X_col (measured) against filter size and against batch size, and what
+    implicit GEMM allocated for the same layers."""
+    import matplotlib.pyplot as plt
+
+    rows = results["memory"]["rows"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for ax, sweep, key, xlabel in ((axes[0], "filter", "R", "필터 크기 R = S (N = 32)"),
+                                   (axes[1], "batch", "N", "배치 크기 N (3x3 필터)")):
+        im = [r for r in rows if r["sweep"] == sweep and r["method"] == "im2col"]
+        imp = [r for r in rows if r["sweep"] == sweep and r["method"] == "implicit"]
+        xs = [r[key] for r in im]
+        ax.plot(xs, [r["x_bytes"] / 1e6 for r in im], "o-", label="입력 X")
+        ax.plot(xs, [r["x_col_measured_bytes"] / 1e6 for r in im], "s-", label="X_col (im2col, 측정)")
+        ax.plot(xs, [max(r["x_col_measured_bytes"], 0) / 1e6 for r in imp], "^-",
+                label="implicit GEMM이 더 잡은 메모리 (측정)")
+        for r in im:
+            ax.annotate(f"{r['x_col_bytes'] / r['x_bytes']:.1f}배", (r[key], r["x_col_measured_bytes"] / 1e6),
+                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("MB (10⁶ 바이트)")
+        if sweep == "batch":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs, [str(x) for x in xs])
+        else:
+            ax.set_xticks(xs)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"im2col의 메모리 비용: C=64, 56x56 - {results['device']}, {results['date']}", fontsize=11)
+    fig.tight_layout()
+    return fig
