@@ -30,3 +30,15 @@ def use_korean_font() -> bool:
     matplotlib.rcParams["font.family"] = [FONT_FAMILY, "DejaVu Sans"]
     matplotlib.rcParams["axes.unicode_minus"] = False
     return True
+
+
+def png_bytes(fig, dpi: int = 80) -> bytes:
+    """The figure as PNG bytes (for an ipywidgets Image), and the figure closed."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    plt.close(fig)
+    return buffer.getvalue()

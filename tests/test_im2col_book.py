@@ -70,3 +70,18 @@ def test_measuring_needs_a_gpu():
         pytest.skip("on a GPU measure() runs: benchmarks/conv_gemm.py does that")
     with pytest.raises(RuntimeError, match="timing needs a GPU"):
         gemm_bench.measure()
+
+
+@pytest.mark.parametrize("script", ["conv_direct.py", "conv_gemm.py"])
+def test_benchmark_scripts_show_stored_results_without_a_gpu(script):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, GPULIB_BACKEND="sim")
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "needs an NVIDIA GPU" in done.stdout and "Stored results:" in done.stdout and "cuDNN" in done.stdout

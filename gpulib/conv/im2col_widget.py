@@ -8,7 +8,6 @@ X_col comes from gpulib's im2col kernel and its Y_mat from ``gemm.matmul``.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +15,7 @@ import numpy as np
 from gpulib import gemm
 from gpulib import reference as ref
 from gpulib.conv import im2col as I
+from gpulib.plotting import png_bytes
 
 
 @dataclass
@@ -138,14 +138,8 @@ class Im2colExplorer:
         return self.n.value, self.k.value, self.y.value, self.x.value
 
     def update(self) -> None:
-        import matplotlib.pyplot as plt
-
         self.text.value = dot_product_text(self.ex, *self.selection())
-        fig = figure(self.ex, *self.selection())
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=80)
-        plt.close(fig)
-        self.image.value = buffer.getvalue()
+        self.image.value = png_bytes(figure(self.ex, *self.selection()))
 
     def show(self):
         from IPython.display import display

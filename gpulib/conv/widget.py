@@ -7,12 +7,12 @@ Every count comes from gpulib.trace running the real kernels on the simulator.
 
 from __future__ import annotations
 
-import io
 from functools import lru_cache
 
 import numpy as np
 
 from gpulib.conv import direct
+from gpulib.plotting import png_bytes
 from gpulib.reference import conv_output_size
 from gpulib.trace import trace
 
@@ -87,8 +87,6 @@ class TileExplorer:
         self.view = widgets.VBox([self.version, widgets.HBox([self.tile, self.bx, self.by]), self.text, self.image])
 
     def update(self) -> None:
-        import matplotlib.pyplot as plt
-
         t, L = traced_layer(self.version.value, self.tile.value)
         gx, gy = L["grid"]
         self.bx.max, self.by.max = gx - 1, gy - 1
@@ -100,11 +98,7 @@ class TileExplorer:
         self.text.value = (f"블록 {block[:2]}: X 전역 읽기 {x_reads}회, 셰어드 읽기 {shared}회, "
                            f"출력 {outputs}개 · 전체 launch: 전역 읽기 {t.global_reads()}회, "
                            f"경쟁 상태 {t.race_count}건")
-        fig = block_picture(self.version.value, self.tile.value, *block[:2])
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=80)
-        plt.close(fig)
-        self.image.value = buffer.getvalue()
+        self.image.value = png_bytes(block_picture(self.version.value, self.tile.value, *block[:2]))
 
     def show(self):
         from IPython.display import display
