@@ -1,0 +1,92 @@
+"""16.5: FFT convolution (cuDNN's FFT algorithm).
+
+A CNN's "convolution" is a cross-correlation, and cross-correlation becomes a point-wise
+product in the frequency domain: with X and W zero-padded to the same Hf×Wf grid,
+
+    Y[n, k] = IFFT( Σ_c FFT(X[n, c]) · conj(FFT(W[k, c])) ),  cropped to H'×W' (every stride-th)
+
+The FFTs run in a library (CuPy's cuFFT on a GPU, NumPy without one); the point-wise
+product summed over channels, the part that is a CUDA kernel in cuDNN too, is the Numba
+kernel below. Its cost barely depends on the filter size: an R×S filter costs R·S
+multiplications per output directly, but only C complex products per frequency here, so FFT
+pays for large filters (cuDNN picks it for 5x5 and up), while the padded grids and complex
+spectra cost memory (``workspace_bytes``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+import gpulib
+from gpulib.arrays import output, to_device
+from gpulib.conv.direct import check_conv_inputs
+
+
+@cuda.jit
+def spectral_product_kernel(Xf, Wf, Yf):
+    """Yf[n, k, u, v] = Σ_c Xf[n, c, u, v]·conj(Wf[k, c, u, v]): one thread per (n, k, u, v)."""
+    v, u, nk = cuda.grid(3)
+    N, C, Hf, Wh = Xf.shape
+    K = Wf.shape[0]
+    if u < Hf and v < Wh and nk < N * K:
+        n, k = nk // K, nk % K
+        acc = Xf[n, 0, u, v] * Wf[k, 0, u, v].conjugate()
+        for c in range(1, C):
+            acc += Xf[n, c, u, v] * Wf[k, c, u, v].conjugate()
+        Yf[n, k, u, v] = acc
+
+
+def _fft():
+    """(rfft2, irfft2, asarray, asnumpy) from CuPy on a GPU, NumPy otherwise."""
+    if gpulib.on_gpu():
+        try:
+            import cupy
+
+            return cupy.fft.rfft2, cupy.fft.irfft2, cupy.asarray, cupy.asnumpy
+        except ImportError:
+            pass
+    host = lambda a: a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)  # noqa: E731
+    return np.fft.rfft2, np.fft.irfft2, host, np.asarray
+
+
+def grid_size(H, W, padding):
+    """The FFT grid: the padded image (a correlation with an R-wide filter needs no more)."""
+    return H + 2 * padding, W + 2 * padding
+
+
+def workspace_bytes(N, C, H, W, K, padding=0) -> int:
+    """Complex64 spectra of X, W and Y on the padded grid (rfft keeps Wf//2 + 1 columns)."""
+    Hf, Wf = grid_size(H, W, padding)
+    return 8 * Hf * (Wf // 2 + 1) * (N * C + K * C + N * K)
+
+
+def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, out=None):
+    """Y = conv(X, W) + b through FFTs of the zero-padded input and filters."""
+    N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
+    _, C, R, S = W.shape
+    H, Wd = X.shape[2], X.shape[3]
+    Hf, Wf = grid_size(H, Wd, padding)
+    rfft2, irfft2, asarray, asnumpy = _fft()
+    xp = np if asnumpy is np.asarray else __import__("cupy")
+    Xp = xp.zeros((N, C, Hf, Wf), np.float32)
+    Xp[:, :, padding:padding + H, padding:padding + Wd] = asarray(X)
+    Wp = xp.zeros((K, C, Hf, Wf), np.float32)
+    Wp[:, :, :R, :S] = asarray(W)
+    Xf = rfft2(Xp).astype(np.complex64)
+    Wfreq = rfft2(Wp).astype(np.complex64)
+    Yf = xp.zeros((N, K, Hf, Wf // 2 + 1), np.complex64)
+    dXf, dWf = to_device(Xf), to_device(Wfreq)
+    dYf = to_device(Yf)
+    threads = (16, 16, 1)
+    grid = ((Yf.shape[3] + 15) // 16, (Hf + 15) // 16, N * K)
+    spectral_product_kernel[grid, threads](dXf, dWf, dYf)
+    if xp is np:
+        Yf = dYf.copy_to_host()
+    full = irfft2(Yf, s=(Hf, Wf))
+    Y = full[:, :, 0:(Ho - 1) * stride + 1:stride, 0:(Wo - 1) * stride + 1:stride].astype(np.float32)
+    if b is not None:
+        Y = Y + asarray(b).reshape(1, K, 1, 1).astype(np.float32)
+    result = output(out, (N, K, Ho, Wo), "out")
+    result.copy_to_device(xp.ascontiguousarray(Y) if xp is not np else np.ascontiguousarray(Y))
+    return result

@@ -1,0 +1,74 @@
+"""16.5: Winograd F(2x2, 3x3) (fused and non-fused) and FFT convolution against the reference."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpulib
+from gpulib import reference as ref
+from gpulib.conv import fft, winograd
+from conftest import MAX_EXAMPLES
+
+
+@st.composite
+def three_by_three(draw):
+    padding = draw(st.integers(0, 2))
+    return dict(N=draw(st.integers(1, 2)), C=draw(st.integers(1, 3)), K=draw(st.integers(1, 4)),
+                H=draw(st.integers(max(1, 3 - 2 * padding), 9)), W=draw(st.integers(max(1, 3 - 2 * padding), 9)),
+                padding=padding, seed=draw(st.integers(0, 2**31)))
+
+
+def _layer(case, R=3, S=3):
+    rng = np.random.default_rng(case["seed"])
+    X = rng.standard_normal((case["N"], case["C"], case["H"], case["W"])).astype(np.float32)
+    W = rng.standard_normal((case["K"], case["C"], R, S)).astype(np.float32)
+    b = rng.standard_normal(case["K"]).astype(np.float32)
+    return X, W, b
+
+
+def test_one_tile_needs_16_multiplications_and_matches_the_direct_sum(rng):
+    d, g = rng.standard_normal((4, 4)), rng.standard_normal((3, 3))
+    direct = np.array([[(d[y:y + 3, x:x + 3] * g).sum() for x in range(2)] for y in range(2)])
+    np.testing.assert_allclose(winograd.reference_tile(d, g), direct, rtol=1e-12, atol=1e-12)
+    plain, fast = winograd.multiplications(N=1, C=1, H=6, W=6, K=1, padding=1)
+    assert plain / fast == 36 / 16
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["WINOGRAD", "WINOGRAD_NONFUSED"])
+@settings(max_examples=max(4, MAX_EXAMPLES // 2), deadline=None)
+@given(case=three_by_three())
+def test_winograd_matches_the_reference(fused, case):
+    X, W, b = _layer(case)
+    p = case["padding"]
+    want = ref.conv2d(X, W, b, p)
+    Y = winograd.conv2d_winograd(X, W, b, p, fused=fused, out=gpulib.poisoned(want.shape))
+    # the transforms add and subtract up to 4x4 inputs and filters: scale by their magnitudes
+    scale = ref.conv2d_magnitude(X, W, b, p).max() * 4
+    gpulib.validate(Y, want, scale=scale, name="winograd")
+
+
+def test_winograd_rejects_what_it_cannot_compute():
+    X = np.ones((1, 2, 8, 8), np.float32)
+    with pytest.raises(ValueError, match="needs a 3x3 filter and stride 1, not a 5x5 filter"):
+        winograd.conv2d_winograd(X, np.ones((2, 2, 5, 5), np.float32))
+    with pytest.raises(ValueError, match="stride 2"):
+        winograd.conv2d_winograd(X, np.ones((2, 2, 3, 3), np.float32), stride=2)
+
+
+@settings(max_examples=max(4, MAX_EXAMPLES // 2), deadline=None)
+@given(R=st.integers(1, 5), stride=st.integers(1, 2), case=three_by_three())
+def test_fft_convolution_matches_the_reference(R, stride, case):
+    if case["H"] + 2 * case["padding"] < R or case["W"] + 2 * case["padding"] < R:
+        return
+    X, W, b = _layer(case, R, R)
+    p = case["padding"]
+    want = ref.conv2d(X, W, b, p, stride)
+    Y = fft.conv2d_fft(X, W, b, p, stride, out=gpulib.poisoned(want.shape))
+    gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, p, stride).max() * 4, name="fft")
+
+
+def test_workspaces_grow_as_expected():
+    assert winograd.workspace_bytes(1, 4, 8, 8, 2, fused=True) == 4 * 16 * 2 * 4
+    assert winograd.workspace_bytes(1, 4, 8, 8, 2, fused=False) > winograd.workspace_bytes(1, 4, 8, 8, 2)
+    assert fft.workspace_bytes(1, 1, 6, 6, 1) == 8 * 6 * 4 * 3
