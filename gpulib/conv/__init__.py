@@ -6,6 +6,7 @@
     implicit_gemm.py   16.4, the GEMM without X_col (on-the-fly and precomputed indices)
     winograd.py        16.5, Winograd F(2x2, 3x3), fused and non-fused
     fft.py             16.5, FFT convolution (FFTs from CuPy / NumPy, spectral product in Numba)
+    autotune.py        16.5, check, time and rank every algorithm for a layer; cached choice
     bench.py    16.3 speed against cuDNN;  widget.py  16.3 tiling explorer
     gemm_bench.py      16.4 speed and memory;  im2col_widget.py  16.4 figure 16.2
 """
