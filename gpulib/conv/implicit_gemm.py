@@ -26,7 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, float32, int32
+from numba import cuda, float32, int32, uint32
 
 import gpulib
 from gpulib.arrays import blocks, output, to_device
@@ -53,7 +53,8 @@ def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: in
     A_LOADS = BM * BK // THREADS  # W_mat elements each thread loads per step
     B_LOADS = BK * BN // THREADS  # X_col elements each thread gathers per step, all in one column
     K_STEP = THREADS // BN        # rows between them
-    A_ROW = BM + 4  # a_tile's row length: 4 floats of padding
+    A_ROW = BM + 4  # the A tile's row length: 4 floats of padding
+    A_SIZE, B_SIZE = BK * A_ROW, BK * BN
 
     @cuda.jit(device=True)
     def fetch(X, W_mat, rows, a_next, b_next, row0, k0, flat, col, img, y0, x0, padding, stride, Ho, Wo):
@@ -87,8 +88,8 @@ def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: in
 
     @cuda.jit
     def implicit_gemm(X, W_mat, b, Y, padding, stride, rows):
-        a_tile = cuda.shared.array((BK, A_ROW), float32)
-        b_tile = cuda.shared.array((BK, BN), float32)
+        a_flat = cuda.shared.array(A_SIZE, float32)  # W_mat tile transposed: [k, m] at k·A_ROW + m
+        b_flat = cuda.shared.array(B_SIZE, float32)  # X_col tile: [k, n] at k·BN + n
         acc = cuda.local.array((TM, TN), float32)
         a_reg = cuda.local.array(TM, float32)
         b_reg = cuda.local.array(TN, float32)
@@ -117,18 +118,20 @@ def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: in
                 fetch(X, W_mat, rows, a_next, b_next, row0, k0, flat, col, img, y0, x0, padding, stride, Ho, Wo)
             for i in range(A_LOADS):  # registers → shared tiles
                 e = flat + i * THREADS
-                a_tile[e % BK, e // BK] = a_next[i]
+                a_flat[(e % BK) * A_ROW + e // BK] = a_next[i]
             for i in range(B_LOADS):
-                b_tile[flat // BN + i * K_STEP, flat % BN] = b_next[i]
+                b_flat[(flat // BN + i * K_STEP) * BN + flat % BN] = b_next[i]
             cuda.syncthreads()
             if PREFETCH and k0 + BK < CRS:
                 fetch(X, W_mat, rows, a_next, b_next, row0, k0 + BK, flat, col, img, y0, x0, padding, stride,
                       Ho, Wo)
             for k in range(BK):
+                a_k = uint32(k * A_ROW + ty)  # unsigned offsets, as in gemm version 3
+                b_k = uint32(k * BN + tx)
                 for m in range(TM):
-                    a_reg[m] = a_tile[k, ty + m * THREADS_Y]
+                    a_reg[m] = a_flat[a_k + uint32(m * THREADS_Y)]
                 for n in range(TN):
-                    b_reg[n] = b_tile[k, tx + n * THREADS_X]
+                    b_reg[n] = b_flat[b_k + uint32(n * THREADS_X)]
                 for m in range(TM):
                     for n in range(TN):
                         acc[m, n] += a_reg[m] * b_reg[n]

@@ -14,7 +14,7 @@ All three handle any M, N, K (loads outside the matrices read as zero, stores ar
 
 from functools import lru_cache
 
-from numba import cuda, float32
+from numba import cuda, float32, uint32
 
 TILE = 16
 V3 = dict(BM=64, BN=64, BK=8, TM=4, TN=4, PREFETCH=True)  # version 3's default: 16×16 threads, fastest on the H200
@@ -62,8 +62,8 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
 
     Launch with (BN // TN) × (BM // TM) threads per block (16×16 = 256 with the default V3). Thread
     (tx, ty) owns rows ty, ty + BM/TM, ty + 2·BM/TM, ... and columns tx, tx + BN/TN, ...:
-    spread out, so a warp's reads of b_tile hit 16 different banks and its stores to C are
-    runs of consecutive addresses. a_tile has 4 floats of padding per row so that the
+    spread out, so a warp's reads of the B tile hit 16 different banks and its stores to C are
+    runs of consecutive addresses. The A tile has 4 floats of padding per row so that the
     transposing store into it does not make every thread of a warp hit the same bank.
 
     PREFETCH: each thread loads its share of the *next* A and B tiles from global memory into
@@ -76,6 +76,7 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
         raise ValueError(f"{THREADS} threads cannot share a {BM}x{BK} and a {BK}x{BN} tile evenly")
     A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS  # tile elements per thread
     A_ROW = BM + 4  # a_tile's row length: 4 floats of padding
+    A_SIZE, B_SIZE = BK * A_ROW, BK * BN
 
     @cuda.jit(device=True)
     def fetch(A, B, a_next, b_next, row0, col0, k0, flat):
@@ -93,8 +94,8 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
 
     @cuda.jit
     def gemm_v3(A, B, C):
-        a_tile = cuda.shared.array((BK, A_ROW), float32)  # transposed: a_tile[k, m] = A[m, k]
-        b_tile = cuda.shared.array((BK, BN), float32)
+        a_flat = cuda.shared.array(A_SIZE, float32)  # A tile transposed: [k, m] at k·A_ROW + m
+        b_flat = cuda.shared.array(B_SIZE, float32)  # B tile: [k, n] at k·BN + n
         acc = cuda.local.array((TM, TN), float32)  # the thread's TM×TN outputs, in registers
         a_reg = cuda.local.array(TM, float32)
         b_reg = cuda.local.array(TN, float32)
@@ -116,18 +117,24 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
                 fetch(A, B, a_next, b_next, row0, col0, k0, flat)
             for i in range(A_LOADS):  # registers → shared tiles
                 e = flat + i * THREADS
-                a_tile[e % BK, e // BK] = a_next[i]
+                a_flat[(e % BK) * A_ROW + e // BK] = a_next[i]
             for i in range(B_LOADS):
                 e = flat + i * THREADS
-                b_tile[e // BN, e % BN] = b_next[i]
+                b_flat[e] = b_next[i]
             cuda.syncthreads()
             if PREFETCH and k0 + BK < K:  # start the next tiles' loads; they land during the math
                 fetch(A, B, a_next, b_next, row0, col0, k0 + BK, flat)
             for k in range(BK):
+                # Row k of each tile, as an unsigned 32-bit offset. Numba indexes with signed
+                # 64-bit integers and guards every access against negative indices; with an
+                # unsigned base plus a constant, each load below compiles to one shared-memory
+                # load with an immediate offset (see the PTX: ld.shared.f32 [%rd + 64]).
+                a_k = uint32(k * A_ROW + ty)
+                b_k = uint32(k * BN + tx)
                 for m in range(TM):
-                    a_reg[m] = a_tile[k, ty + m * THREADS_Y]
+                    a_reg[m] = a_flat[a_k + uint32(m * THREADS_Y)]
                 for n in range(TN):
-                    b_reg[n] = b_tile[k, tx + n * THREADS_X]
+                    b_reg[n] = b_flat[b_k + uint32(n * THREADS_X)]
                 for m in range(TM):  # TM×TN multiply-adds from TM + TN shared-memory reads
                     for n in range(TN):
                         acc[m, n] += a_reg[m] * b_reg[n]
