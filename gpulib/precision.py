@@ -1,0 +1,68 @@
+"""16.5: the number formats of mixed precision, emulated bit for bit on the CPU.
+
+    format  bits  exponent  mantissa  largest    smallest normal  used for
+    fp32    32    8         23        3.4e38     1.2e-38          the default
+    tf32    19    8         10        3.4e38     1.2e-38          tensor-core inputs when fp32 is asked for
+    fp16    16    5         10        65504      6.1e-5           tensor cores; needs loss scaling
+    bf16    16    8          7        3.4e38     1.2e-38          tensor cores; fp32's range, fewer digits
+
+``round_to`` rounds float32 values to a format (round to nearest, ties to even) and returns
+them as float32, so a NumPy float32 product of rounded operands is what a tensor core
+computes: rounded inputs, products exact, sums in fp32. ``gemm_errors`` uses that to put each
+format's error against a float64 reference side by side, on any machine; ``fp16_underflow``
+shows why fp16 training multiplies the loss by a scale factor before backpropagation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FORMATS = ("fp32", "tf32", "fp16", "bf16")
+MANTISSA_BITS = dict(fp32=23, tf32=10, fp16=10, bf16=7)
+
+
+def _round_mantissa(x: np.ndarray, keep: int) -> np.ndarray:
+    """Round float32 values to ``keep`` mantissa bits (8-bit exponent kept), ties to even."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    drop = 23 - keep
+    half = np.uint32(1 << (drop - 1))
+    lsb = (bits >> np.uint32(drop)) & np.uint32(1)
+    finite = (bits & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    rounded = (bits + half - np.uint32(1) + lsb) & ~np.uint32((1 << drop) - 1)
+    return np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
+
+
+def round_to(x, fmt: str) -> np.ndarray:
+    """``x`` rounded to the format ``fmt`` and stored as float32."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+    x = np.asarray(x, np.float32)
+    if fmt == "fp32":
+        return x.copy()
+    if fmt == "fp16":
+        with np.errstate(over="ignore"):
+            return x.astype(np.float16).astype(np.float32)
+    return _round_mantissa(x, MANTISSA_BITS[fmt])
+
+
+def unit_roundoff(fmt: str) -> float:
+    """The largest relative error of rounding one value to ``fmt`` (normal range): 2^-(mantissa+1)."""
+    return 2.0 ** -(MANTISSA_BITS[fmt] + 1)
+
+
+def gemm_errors(A, B) -> dict:
+    """For each format: max |C - C64| / max |C64| of the product with operands rounded to the
+    format and fp32 accumulation (what tensor cores do), C64 the float64 product."""
+    A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(exact).max()
+    return {fmt: float(np.abs(round_to(A, fmt) @ round_to(B, fmt) - exact).max() / scale) for fmt in FORMATS}
+
+
+def fp16_underflow(values, scale: float = 1.0) -> float:
+    """The fraction of non-zero ``values`` that become 0 in fp16 after multiplying by ``scale``."""
+    v = np.asarray(values, np.float32)
+    nonzero = v != 0
+    with np.errstate(over="ignore"):
+        lost = (v * np.float32(scale)).astype(np.float16) == 0
+    return float((lost & nonzero).sum() / max(1, nonzero.sum()))
