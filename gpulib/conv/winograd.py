@@ -42,6 +42,12 @@ def multiplications(N, C, H, W, K, padding=1):
 
 
 @cuda.jit(device=True)
+def tile_position(p, tiles_y, tiles_x):
+    """Tile number p → (image n, tile row, tile column); tiles are 2x2 outputs."""
+    return p // (tiles_y * tiles_x), (p // tiles_x) % tiles_y, p % tiles_x
+
+
+@cuda.jit(device=True)
 def input_transform(X, n, c, y0, x0, v):
     """v (4x4, flat) = Bᵀ d B for the 4x4 tile of X[n, c] whose top-left is (y0, x0); zero outside."""
     d = cuda.local.array(16, float32)
@@ -109,9 +115,7 @@ def input_transform_kernel(X, V, padding, tiles_y, tiles_x):
     C, P = V.shape[1], V.shape[2]
     if i < C * P:
         c, p = i // P, i % P
-        n = p // (tiles_y * tiles_x)
-        ty = (p // tiles_x) % tiles_y
-        tx = p % tiles_x
+        n, ty, tx = tile_position(p, tiles_y, tiles_x)
         v = cuda.local.array(16, float32)
         input_transform(X, n, c, 2 * ty - padding, 2 * tx - padding, v)
         for pos in range(16):
@@ -138,9 +142,7 @@ def output_transform_kernel(M, b, Y, tiles_y, tiles_x):
     K, P = M.shape[1], M.shape[2]
     if i < K * P:
         k, p = i // P, i % P
-        n = p // (tiles_y * tiles_x)
-        ty = (p // tiles_x) % tiles_y
-        tx = p % tiles_x
+        n, ty, tx = tile_position(p, tiles_y, tiles_x)
         m = cuda.local.array(16, float32)
         for pos in range(16):
             m[pos] = M[pos, k, p]
@@ -156,9 +158,7 @@ def winograd_fused_kernel(X, U, b, Y, padding, tiles_y, tiles_x):
     P = X.shape[0] * tiles_y * tiles_x
     if i < K * P:
         k, p = i // P, i % P
-        n = p // (tiles_y * tiles_x)
-        ty = (p // tiles_x) % tiles_y
-        tx = p % tiles_x
+        n, ty, tx = tile_position(p, tiles_y, tiles_x)
         m = cuda.local.array(16, float32)
         v = cuda.local.array(16, float32)
         for pos in range(16):
