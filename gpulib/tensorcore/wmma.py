@@ -1,0 +1,147 @@
+"""16.5: tensor cores from Numba. A warp-level 16x16x16 matrix multiply-accumulate, fp16 inputs
+and fp32 accumulation, in four calls a kernel makes from Python:
+
+    a = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)   # this thread's share of a 16x16 tile
+    b = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)
+    acc = cuda.local.array(wmma.ACC_FRAGMENT, float32)
+    wmma.fill(acc, 0.0)
+    wmma.load_a(a, A, row, k)      # A[row:row+16, k:k+16], fp16, row-major
+    wmma.load_b(b, B, k, col)      # B[k:k+16, col:col+16]
+    wmma.mma(acc, a, b)            # acc += a·b on the tensor cores
+    wmma.store(C, row, col, acc)   # C[row:row+16, col:col+16] = acc, fp32
+
+All 32 threads of a warp make every call together (the ".sync.aligned" of the PTX): the tile
+is spread over the warp's registers, 8 registers per thread per fragment.
+
+On a GPU the calls are CUDA C++ functions made of inline PTX (wmma.load / wmma.mma /
+wmma.store; no CUDA headers needed), linked into the kernel: decorate it with ``@wmma.kernel``
+instead of ``@cuda.jit``. numba-cuda has no tensor-core API of its own.
+
+On the simulator the same calls are emulated with the same arithmetic: every thread holds
+the whole tile (so a fragment is 256 floats there), operands are fp16 values, products are
+summed in fp32. Results agree with the GPU to fp32 rounding (the order of the fp32 sums differs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32, types, uint32
+
+import gpulib
+
+TILE = 16
+_REGS = ", ".join(f"%{i}" for i in range(8))
+
+SOURCE = r"""
+// gpulib: WMMA m16n16k16 (fp16 in, fp32 accumulate) as Numba-callable device functions.
+// Numba's ABI: return int 0, first argument a pointer for the (unused) return value.
+#define FRAG8(f, c) c(f[0]), c(f[1]), c(f[2]), c(f[3]), c(f[4]), c(f[5]), c(f[6]), c(f[7])
+#define OUT_R(x) "=r"(x)
+#define IN_R(x) "r"(x)
+#define IO_F(x) "+f"(x)
+#define IN_F(x) "f"(x)
+
+extern "C" __device__ int gpulib_wmma_load_a(int* ret, unsigned long long frag, unsigned long long ptr, int ld) {
+    unsigned* f = reinterpret_cast<unsigned*>(frag);
+    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+                 : FRAG8(f, OUT_R) : "l"(ptr), "r"(ld) : "memory");
+    return 0;
+}
+
+extern "C" __device__ int gpulib_wmma_load_b(int* ret, unsigned long long frag, unsigned long long ptr, int ld) {
+    unsigned* f = reinterpret_cast<unsigned*>(frag);
+    asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+                 : FRAG8(f, OUT_R) : "l"(ptr), "r"(ld) : "memory");
+    return 0;
+}
+
+extern "C" __device__ int gpulib_wmma_mma(int* ret, unsigned long long acc, unsigned long long a, unsigned long long b) {
+    float* c = reinterpret_cast<float*>(acc);
+    const unsigned* fa = reinterpret_cast<const unsigned*>(a);
+    const unsigned* fb = reinterpret_cast<const unsigned*>(b);
+    asm volatile("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7}, "
+                 "{%8, %9, %10, %11, %12, %13, %14, %15}, "
+                 "{%16, %17, %18, %19, %20, %21, %22, %23}, "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7};"
+                 : FRAG8(c, IO_F) : FRAG8(fa, IN_R), FRAG8(fb, IN_R));
+    return 0;
+}
+
+extern "C" __device__ int gpulib_wmma_store(int* ret, unsigned long long ptr, unsigned long long acc, int ld) {
+    const float* c = reinterpret_cast<const float*>(acc);
+    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
+                 :: "l"(ptr), FRAG8(c, IN_F), "r"(ld) : "memory");
+    return 0;
+}
+"""
+
+ON_GPU = gpulib.on_gpu()
+
+if ON_GPU:
+    AB_FRAGMENT, AB_DTYPE, ACC_FRAGMENT = 8, uint32, 8  # 16 fp16 values in 8 registers; 8 fp32
+    LINK = [cuda.CUSource(SOURCE)]
+    _sig = types.int32(types.uint64, types.uint64, types.int32)
+    _load_a = cuda.declare_device("gpulib_wmma_load_a", _sig)
+    _load_b = cuda.declare_device("gpulib_wmma_load_b", _sig)
+    _mma = cuda.declare_device("gpulib_wmma_mma", types.int32(types.uint64, types.uint64, types.uint64))
+    _store = cuda.declare_device("gpulib_wmma_store", _sig)
+
+    @cuda.jit(device=True)
+    def load_a(frag, A, row, col):
+        """This thread's share of the 16x16 fp16 tile A[row:row+16, col:col+16] (row-major)."""
+        ld = A.strides[0] // 2
+        _load_a(frag.ctypes.data, A.ctypes.data + 2 * (row * ld + col), ld)
+
+    @cuda.jit(device=True)
+    def load_b(frag, B, row, col):
+        """This thread's share of the 16x16 fp16 tile B[row:row+16, col:col+16] (row-major)."""
+        ld = B.strides[0] // 2
+        _load_b(frag.ctypes.data, B.ctypes.data + 2 * (row * ld + col), ld)
+
+    @cuda.jit(device=True)
+    def mma(acc, a, b):
+        """acc += a·b on the tensor cores (the whole warp together)."""
+        _mma(acc.ctypes.data, a.ctypes.data, b.ctypes.data)
+
+    @cuda.jit(device=True)
+    def store(C, row, col, acc):
+        """C[row:row+16, col:col+16] = acc, fp32, row-major."""
+        ld = C.strides[0] // 4
+        _store(C.ctypes.data + 4 * (row * ld + col), acc.ctypes.data, ld)
+
+    @cuda.jit(device=True)
+    def fill(acc, value):
+        for i in range(ACC_FRAGMENT):
+            acc[i] = value
+
+else:
+    AB_FRAGMENT, AB_DTYPE, ACC_FRAGMENT = TILE * TILE, float32, TILE * TILE  # the whole tile per thread
+    LINK = []
+
+    @cuda.jit(device=True)
+    def load_a(frag, A, row, col):
+        """Emulation: the whole fp16 tile, as float32 values."""
+        frag[:] = np.asarray(A[row:row + TILE, col:col + TILE], np.float32).reshape(-1)
+
+    load_b = load_a
+
+    @cuda.jit(device=True)
+    def mma(acc, a, b):
+        """Emulation: fp16 values multiplied exactly, summed in fp32."""
+        product = a.reshape(TILE, TILE).astype(np.float32) @ b.reshape(TILE, TILE).astype(np.float32)
+        acc[:] = (acc.reshape(TILE, TILE) + product).reshape(-1)
+
+    @cuda.jit(device=True)
+    def store(C, row, col, acc):
+        """Emulation: every thread of the warp writes the same tile (the values agree)."""
+        C[row:row + TILE, col:col + TILE] = acc.reshape(TILE, TILE)
+
+    @cuda.jit(device=True)
+    def fill(acc, value):
+        acc[:] = value
+
+
+def kernel(fn):
+    """``cuda.jit`` for a kernel that calls these functions: links the PTX on a GPU."""
+    return cuda.jit(link=LINK)(fn) if ON_GPU else cuda.jit(fn)

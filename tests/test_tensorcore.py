@@ -1,0 +1,43 @@
+"""16.5 tensor cores: the WMMA API (emulated on the simulator) against NumPy with fp16-rounded
+operands; shapes that are not multiples of 16 are padded; on a GPU the SASS holds HMMA."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import gpulib
+from gpulib.tensorcore import gemm as T
+from conftest import MAX_EXAMPLES
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(M=st.integers(1, 40), K=st.integers(1, 40), N=st.integers(1, 40), seed=st.integers(0, 2**31))
+def test_tensor_core_gemm_is_the_fp16_product_summed_in_fp32(M, K, N, seed):
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    C = T.matmul_tc(A, B)
+    scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
+    gpulib.validate(C, T.reference(A, B), scale=scale, name="tensor cores")  # fp32 rounding only
+
+
+def test_fp16_rounding_of_the_operands_is_what_differs_from_fp32(rng):
+    A = rng.standard_normal((32, 64)).astype(np.float32)
+    B = rng.standard_normal((64, 16)).astype(np.float32)
+    exact = A.astype(np.float64) @ B
+    err = np.abs(T.matmul_tc(A, B) - exact).max() / np.abs(exact).max()
+    assert 1e-5 < err < 1e-2  # fp16 has an 11-bit significand: about 3 decimal digits
+
+
+def test_mismatched_shapes_are_a_value_error():
+    with pytest.raises(ValueError, match="inner dimensions do not match"):
+        T.matmul_tc(np.ones((16, 8), np.float32), np.ones((16, 8), np.float32))
+
+
+def test_the_kernel_uses_tensor_core_instructions():
+    if not gpulib.on_gpu():
+        pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
+    T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32))
+    sass = "\n".join(T.tc_gemm_v1_kernel.inspect_sass().values())
+    assert "HMMA" in sass
