@@ -13,9 +13,11 @@ Where things live (one folder per section of the chapter):
     gpulib/plotting.py    matplotlib set-up (a Korean font)
     gpulib/mlp/           16.1: dense layers, backpropagation and training as Numba kernels
     gpulib/cnn/           16.2: convolution backward, ReLU, pooling, a small CNN
-    gpulib/conv/          16.3-16.4: direct convolution, im2col and implicit GEMM
+    gpulib/conv/          16.3-16.5: direct, im2col, implicit GEMM, Winograd, FFT, auto-tuner
     gpulib/gemm/          16.4: GEMM kernels (naive, shared tiles, register-blocked) and cuBLAS
     gpulib/trace.py       16.3: memory-traffic tracer (per-thread counts, races)
+    gpulib/tensorcore/    16.5: WMMA from Numba (inline PTX / emulation), tensor-core GEMM and conv
+    gpulib/precision.py   16.5: fp32 / tf32 / fp16 / bf16 emulated, loss scaling
 """
 
 from gpulib import _backend

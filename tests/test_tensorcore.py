@@ -9,15 +9,17 @@ from hypothesis import strategies as st
 import gpulib
 from gpulib.tensorcore import gemm as T
 from conftest import MAX_EXAMPLES
+from test_conv_direct import conv_cases, make
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
-@given(M=st.integers(1, 40), K=st.integers(1, 40), N=st.integers(1, 40), seed=st.integers(0, 2**31))
-def test_tensor_core_gemm_is_the_fp16_product_summed_in_fp32(M, K, N, seed):
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@settings(max_examples=max(4, MAX_EXAMPLES // 3), deadline=None)
+@given(M=st.integers(1, 70), K=st.integers(1, 40), N=st.integers(1, 70), seed=st.integers(0, 2**31))
+def test_tensor_core_gemm_is_the_fp16_product_summed_in_fp32(version, M, K, N, seed):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
-    C = T.matmul_tc(A, B)
+    C = T.matmul_tc(A, B, version)
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
     gpulib.validate(C, T.reference(A, B), scale=scale, name="tensor cores")  # fp32 rounding only
 
@@ -33,11 +35,26 @@ def test_fp16_rounding_of_the_operands_is_what_differs_from_fp32(rng):
 def test_mismatched_shapes_are_a_value_error():
     with pytest.raises(ValueError, match="inner dimensions do not match"):
         T.matmul_tc(np.ones((16, 8), np.float32), np.ones((16, 8), np.float32))
+    with pytest.raises(ValueError, match="unknown version 'v9'"):
+        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), "v9")
+
+
+@settings(max_examples=max(3, MAX_EXAMPLES // 4), deadline=None)
+@given(case=conv_cases())
+def test_tensor_core_conv_is_the_fp16_convolution(case):
+    from gpulib import reference as ref
+    from gpulib.tensorcore import conv as TC
+
+    X, W, b = make(case)
+    p, s = case["padding"], case["stride"]
+    want = TC.reference(X, W, b, p, s)
+    Y = TC.conv2d_tc(X, W, b, p, s, out=gpulib.poisoned(want.shape))
+    gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, p, s).max(), name="tensor-core conv")
 
 
 def test_the_kernel_uses_tensor_core_instructions():
     if not gpulib.on_gpu():
         pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
-    T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32))
-    sass = "\n".join(T.tc_gemm_v1_kernel.inspect_sass().values())
-    assert "HMMA" in sass
+    for version, kernel in (("v1", T.tc_gemm_v1_kernel), ("v2", T.tc_gemm_v2_kernel)):
+        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version)
+        assert "HMMA" in "\n".join(kernel.inspect_sass().values()), version

@@ -3,6 +3,11 @@
     version 1   one warp per 16x16 tile of C; each step along K loads a 16x16 tile of A and
                 of B straight from global memory into fragments and issues one tensor-core
                 multiply-accumulate. 4 warps per block, one per tile down a column of tiles.
+    version 2   a block of 4 warps computes a 64x64 tile of C, each warp 32x32 (2x2 fragments
+                of accumulators, kept across the whole K loop). Per 16-deep step the block
+                stages a 64x16 tile of A and a 16x64 tile of B in shared memory (every thread
+                copies 8 + 8 fp16 values), then each warp loads 2 A and 2 B fragments from
+                shared memory and issues 4 multiply-accumulates: each fragment serves twice.
 
 Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
 multiples of 16 (zeros add nothing to the products) and crops C back.
@@ -11,11 +16,13 @@ multiples of 16 (zeros add nothing to the products) and crops C back.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, types
 
 from gpulib.arrays import blocks, require, to_device
 from gpulib.tensorcore import wmma
-from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, TILE  # compile-time constants
+from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE  # constants
+
+float16 = types.float16
 
 WARPS = 4  # warps per block, stacked along the rows of C
 
@@ -37,6 +44,49 @@ def tc_gemm_v1_kernel(A, B, C):
         wmma.store(C, row, col, acc)
 
 
+BM = BN = 64  # version 2's block tile; 2x2 warps of 32x32
+V2_THREADS = 128
+
+
+@wmma.kernel
+def tc_gemm_v2_kernel(A, B, C):
+    """Block (bx, by) owns C[64·by : +64, 64·bx : +64]; warp w its 32x32 quarter (w // 2, w % 2)."""
+    a_tile = cuda.shared.array((BM, TILE), float16, alignment=SHARED_ALIGN)
+    b_tile = cuda.shared.array((TILE, BN), float16, alignment=SHARED_ALIGN)
+    a = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
+    b = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
+    acc = cuda.local.array((4, ACC_FRAGMENT), float32)
+    t = cuda.threadIdx.x
+    warp = t // 32
+    wy, wx = (warp // 2) * 32, (warp % 2) * 32  # the warp's quarter inside the block tile
+    row0, col0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    for f in range(4):
+        wmma.fill(acc[f], float32(0.0))
+    for k0 in range(0, K, TILE):
+        for e in range(t, BM * TILE, V2_THREADS):  # stage A[row0:+64, k0:+16] and B[k0:+16, col0:+64]
+            r, c = e // TILE, e % TILE
+            gi, gk = row0 + r, k0 + c
+            a_tile[r, c] = A[gi, gk] if gi < M and gk < K else float16(0.0)
+            r, c = e // BN, e % BN
+            gk, gj = k0 + r, col0 + c
+            b_tile[r, c] = B[gk, gj] if gk < K and gj < N else float16(0.0)
+        cuda.syncthreads()
+        for i in range(2):
+            wmma.load_a(a[i], a_tile, wy + 16 * i, 0)
+            wmma.load_b(b[i], b_tile, 0, wx + 16 * i)
+        for i in range(2):
+            for j in range(2):
+                wmma.mma(acc[2 * i + j], a[i], b[j])
+        cuda.syncthreads()
+    for i in range(2):
+        for j in range(2):
+            r, c = row0 + wy + 16 * i, col0 + wx + 16 * j
+            if r < M and c < N:  # C is padded to multiples of 16 by matmul_tc
+                wmma.store(C, r, c, acc[2 * i + j])
+
+
 def _padded(a: np.ndarray) -> np.ndarray:
     rows, cols = (-(-n // TILE) * TILE for n in a.shape)
     out = np.zeros((rows, cols), np.float16)
@@ -44,9 +94,11 @@ def _padded(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def matmul_tc(A, B) -> np.ndarray:
+def matmul_tc(A, B, version: str = "v2") -> np.ndarray:
     """C = A·B (float32 result) with A and B rounded to fp16, on the tensor cores (emulated on
     the simulator). Any M, N, K: the operands are zero-padded to multiples of 16."""
+    if version not in ("v1", "v2"):
+        raise ValueError(f"unknown version {version!r}; choose 'v1' or 'v2'")
     require(A, "A", 2, dtype=None, layout="[M, K]")
     require(B, "B", 2, dtype=None, layout="[K, N]")
     if A.shape[1] != B.shape[0]:
@@ -54,8 +106,10 @@ def matmul_tc(A, B) -> np.ndarray:
     A16, B16 = _padded(np.asarray(A, np.float16)), _padded(np.asarray(B, np.float16))
     M, N = A16.shape[0], B16.shape[1]
     C = cuda.device_array((M, N), np.float32)
-    grid = (N // TILE, blocks(M // TILE, WARPS))
-    tc_gemm_v1_kernel[grid, (32, WARPS)](to_device(A16), to_device(B16), C)
+    if version == "v1":
+        tc_gemm_v1_kernel[(N // TILE, blocks(M // TILE, WARPS)), (32, WARPS)](to_device(A16), to_device(B16), C)
+    else:
+        tc_gemm_v2_kernel[(blocks(N, BN), blocks(M, BM)), V2_THREADS](to_device(A16), to_device(B16), C)
     return C.copy_to_host()[:A.shape[0], :B.shape[1]]
 
 

@@ -77,6 +77,9 @@ extern "C" __device__ int gpulib_wmma_store(int* ret, unsigned long long ptr, un
 """
 
 ON_GPU = gpulib.on_gpu()
+# wmma.load/store need 32-byte aligned tile addresses; shared tiles ask for it on a GPU (the
+# simulator accepts no alignment argument and needs none)
+SHARED_ALIGN = 32 if ON_GPU else None
 
 if ON_GPU:
     AB_FRAGMENT, AB_DTYPE, ACC_FRAGMENT = 8, uint32, 8  # 16 fp16 values in 8 registers; 8 fp32
