@@ -1,7 +1,6 @@
 """16.5 auto-tuner: checked first, ranked by its own timings, never a failed algorithm, cached."""
 
 import numpy as np
-import pytest
 
 import gpulib
 from gpulib.conv import autotune

@@ -58,3 +58,15 @@ def test_the_kernel_uses_tensor_core_instructions():
     for version, kernel in (("v1", T.tc_gemm_v1_kernel), ("v2", T.tc_gemm_v2_kernel)):
         T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version)
         assert "HMMA" in "\n".join(kernel.inspect_sass().values()), version
+
+
+def test_benchmark_layers_are_valid_and_measuring_needs_a_gpu():
+    from gpulib.conv.direct import check_conv_inputs
+    from gpulib.tensorcore import bench
+
+    for L in bench.LAYERS.values():
+        X = np.empty((1, L["C"], L["H"], L["W"]), np.float32)
+        check_conv_inputs(X, np.empty((L["K"], L["C"], L["R"], L["S"]), np.float32), None, L["padding"], L["stride"])
+    if gpulib.on_simulator():
+        with pytest.raises(RuntimeError, match="timing needs a GPU"):
+            bench.measure()

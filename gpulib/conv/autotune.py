@@ -88,18 +88,19 @@ def _default_timer(fn, label):
 
 
 def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=None, timer=None,
-                    reference=None) -> list[Result]:
+                    reference=None, scale=None) -> list[Result]:
     """Check, time and rank every algorithm for this layer: fastest correct one first.
 
     ``timer(fn, label)`` returns milliseconds or None (the default times with CUDA events on a
-    GPU and returns None on the simulator); ``reference`` may hold the float64 Y already.
+    GPU and returns None on the simulator); ``reference`` may hold the float64 Y already, and
+    ``scale`` the size of the summed terms (``reference.conv2d_magnitude``), for large layers.
     """
     algorithms = ALGORITHMS if algorithms is None else algorithms
     timer = timer or _default_timer
     X, W = np.asarray(X, np.float32), np.asarray(W, np.float32)
     b = np.zeros(W.shape[0], np.float32) if b is None else np.asarray(b, np.float32)
     want = ref.conv2d(X, W, b, padding, stride) if reference is None else reference
-    scale = ref.conv2d_magnitude(X, W, b, padding, stride).max()
+    scale = ref.conv2d_magnitude(X, W, b, padding, stride).max() if scale is None else scale
     dX, dW, db = (gpulib.cuda.to_device(a) for a in (X, W, b))
     results = []
     for alg in algorithms:

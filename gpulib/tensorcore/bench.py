@@ -1,0 +1,220 @@
+"""16.5 speed: tensor cores, cuDNN's algorithm families and mixed precision, measured on a GPU
+or read from benchmarks/results/cudnn_tensorcore.json.
+
+    tensor_cores   GEMM 4096³ fp16 → fp32: gpulib tensor-core v1, v2 against cuBLAS fp16 (CuPy);
+                   the 16.3 layer in fp16: gpulib's tensor-core conv against cuDNN fp16
+    autotune       for each layer of LAYERS: gpulib's auto-tuner ranking (every algorithm checked,
+                   timed, with its extra memory) and cuDNN fp32 for the same layer
+    precision      one GEMM and one conv in fp32, TF32, fp16 and bf16 through PyTorch: time and
+                   error against float64
+
+Every timed row is checked first. ``benchmarks/cudnn_tensorcore.py`` is the command line.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import numpy as np
+
+import gpulib
+from gpulib import reference as ref
+from gpulib.conv import autotune
+from gpulib.conv import bench as direct_bench
+from gpulib.conv.implicit_gemm import row_table
+from gpulib.tensorcore import conv as TC
+from gpulib.tensorcore import gemm as TG
+
+RESULTS = direct_bench.RESULTS.parent / "cudnn_tensorcore.json"
+GEMM_SIZE = 4096
+# the notebook's layers: a first layer on RGB, the 16.3 layer, a 1x1 layer, a 5x5 layer
+LAYERS = {
+    "first layer, C=3, 7x7 stride 2": dict(N=32, C=3, H=224, W=224, K=64, R=7, S=7, padding=3, stride=2),
+    "middle 3x3 (16.3)": dict(direct_bench.LAYER),
+    "1x1": dict(N=32, C=256, H=28, W=28, K=128, R=1, S=1, padding=0, stride=1),
+    "5x5": dict(N=32, C=32, H=28, W=28, K=64, R=5, S=5, padding=2, stride=1),
+}
+
+
+def _torch():
+    import torch
+    import torch.nn.functional as F
+
+    return torch, F
+
+
+def _row(name, t, flop, rel_err=None, **extra):
+    row = dict(name=name, ms=t.median_ms, tflops=t.tflops(flop), rel_err=rel_err)
+    row.update(extra)
+    return row
+
+
+def measure_tensor_cores(repeat: int = 20) -> dict:
+    """gpulib's tensor-core GEMM and conv against cuBLAS fp16 and cuDNN fp16."""
+    import cupy
+
+    torch, F = _torch()
+    cuda = gpulib.cuda
+    rng = np.random.default_rng(3)
+    S = GEMM_SIZE
+    A = rng.standard_normal((S, S)).astype(np.float16)
+    B = rng.standard_normal((S, S)).astype(np.float16)
+    cA, cB = cupy.asarray(A), cupy.asarray(B)
+    want = cupy.asnumpy(cA.astype(cupy.float64) @ cB.astype(cupy.float64))
+    scale = float((cupy.abs(cA).astype(cupy.float64) @ cupy.abs(cB).astype(cupy.float64)).max())
+    flop = 2.0 * S**3
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    C = cuda.device_array((S, S), np.float32)
+    gemm_rows = []
+    for version, kernel, grid, block in (
+            ("v1", TG.tc_gemm_v1_kernel, (S // 16, S // 16 // TG.WARPS), (32, TG.WARPS)),
+            ("v2", TG.tc_gemm_v2_kernel, (S // TG.BN, S // TG.BM), TG.V2_THREADS)):
+        run = lambda: kernel[grid, block](dA, dB, C)  # noqa: E731
+        run()
+        check = gpulib.validate(C, want, scale=scale, name=f"tensor-core GEMM {version}")
+        t = gpulib.benchmark(run, repeat=repeat, label=version)
+        gemm_rows.append(_row(f"gpulib tensor-core GEMM {version}", t, flop, check.rel_err))
+    cC = cupy.empty((S, S), cupy.float16)
+    run = lambda: cupy.matmul(cA, cB, out=cC)  # noqa: E731
+    run()
+    check = gpulib.validate(cupy.asnumpy(cC).astype(np.float32), want, scale=scale, rtol=2e-3, name="cuBLAS fp16")
+    t = gpulib.benchmark(run, repeat=repeat, label="cuBLAS fp16")
+    gemm_rows.append(_row("cuBLAS fp16 (CuPy)", t, flop, check.rel_err))
+    for row in gemm_rows:
+        row["fraction_of_cublas"] = gemm_rows[-1]["ms"] / row["ms"]
+
+    L = direct_bench.LAYER
+    X, W, b = direct_bench.layer_inputs(L)
+    as16 = lambda a: a.astype(np.float16).astype(np.float32)  # noqa: E731  (what the tensor cores see)
+    want, _ = direct_bench._reference(as16(X), as16(W), b, L)
+    scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
+    flop = direct_bench.flop(L)
+    X16 = cuda.to_device(X.astype(np.float16))
+    W16 = cuda.to_device(W.astype(np.float16).reshape(L["K"], -1))
+    db = cuda.to_device(b)
+    table = cuda.to_device(row_table(L["C"], L["R"], L["S"]))
+    Y = cuda.device_array(want.shape, np.float32)
+    grid = ((L["N"] * want.shape[2] * want.shape[3] + TC.BN - 1) // TC.BN, (L["K"] + TC.BM - 1) // TC.BM)
+    run = lambda: TC.tc_conv_kernel[grid, TC.THREADS](X16, W16, db, Y, L["padding"], L["stride"], table)  # noqa: E731
+    run()
+    check = gpulib.validate(Y, want, scale=scale, name="tensor-core conv")
+    t = gpulib.benchmark(run, repeat=repeat, label="tc conv")
+    conv_rows = [_row("gpulib tensor-core implicit GEMM conv (fp16)", t, flop, check.rel_err)]
+    torch.backends.cudnn.benchmark = True
+    tX = torch.as_tensor(X, device="cuda").half().to(memory_format=torch.channels_last)
+    tW = torch.as_tensor(W, device="cuda").half().to(memory_format=torch.channels_last)
+    tb = torch.as_tensor(b, device="cuda").half()
+    run = lambda: F.conv2d(tX, tW, tb, stride=L["stride"], padding=L["padding"])  # noqa: E731
+    out = run().float().cpu().numpy()
+    check = gpulib.validate(out, want, scale=scale, rtol=3e-3, name="cuDNN fp16")
+    t = gpulib.benchmark(run, repeat=repeat, label="cuDNN fp16")
+    conv_rows.append(_row("cuDNN fp16 (torch, channels_last, benchmark=True)", t, flop, check.rel_err))
+    for row in conv_rows:
+        row["fraction_of_cudnn"] = conv_rows[-1]["ms"] / row["ms"]
+    return dict(gemm=dict(size=S, rows=gemm_rows), conv=dict(layer=L, rows=conv_rows))
+
+
+def _layer_arrays(L, seed=0):
+    return direct_bench.layer_inputs(L, seed)
+
+
+def measure_autotune(layers=LAYERS, repeat: int = 10) -> list[dict]:
+    """The auto-tuner's ranking for each layer, next to cuDNN fp32 for the same layer."""
+    torch, F = _torch()
+    timer = lambda fn, label: gpulib.benchmark(fn, repeat=repeat, label=label).median_ms  # noqa: E731
+    out = []
+    for title, L in layers.items():
+        X, W, b = _layer_arrays(L)
+        want, _ = direct_bench._reference(X, W, b, L)
+        scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
+        ranking = autotune.find_algorithms(X, W, b, L["padding"], L["stride"], timer=timer, reference=want,
+                                           scale=scale)
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = False
+        tX, tW, tb = (torch.as_tensor(a, device="cuda") for a in (X, W, b))
+        run = lambda: F.conv2d(tX, tW, tb, stride=L["stride"], padding=L["padding"])  # noqa: E731
+        run()
+        cudnn_ms = gpulib.benchmark(run, repeat=repeat, label="cuDNN").median_ms
+        out.append(dict(title=title, layer=L, gflop=direct_bench.flop(L) / 1e9, cudnn_fp32_ms=cudnn_ms,
+                        ranking=[vars(r) for r in ranking]))
+    return out
+
+
+def measure_precision(repeat: int = 20) -> list[dict]:
+    """One GEMM (4096³) and the 16.3 conv in fp32, TF32, fp16, bf16: time and error vs float64."""
+    torch, F = _torch()
+    rng = np.random.default_rng(5)
+    A = torch.as_tensor(rng.standard_normal((GEMM_SIZE, GEMM_SIZE)), device="cuda")
+    B = torch.as_tensor(rng.standard_normal((GEMM_SIZE, GEMM_SIZE)), device="cuda")
+    L = direct_bench.LAYER
+    X, W, b = (torch.as_tensor(a, device="cuda").double() for a in direct_bench.layer_inputs(L))
+    exact_gemm = A @ B
+    exact_conv = F.conv2d(X, W, b, padding=L["padding"], stride=L["stride"])
+    rows = []
+    for fmt, dtype, tf32 in (("fp32", torch.float32, False), ("tf32", torch.float32, True),
+                             ("fp16", torch.float16, False), ("bf16", torch.bfloat16, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        a, bb = A.to(dtype), B.to(dtype)
+        run = lambda: a @ bb  # noqa: E731
+        err = float((run().double() - exact_gemm).abs().max() / exact_gemm.abs().max())
+        t = gpulib.benchmark(run, repeat=repeat, label=fmt)
+        rows.append(dict(op=f"GEMM {GEMM_SIZE}^3", format=fmt, ms=t.median_ms,
+                         tflops=t.tflops(2.0 * GEMM_SIZE**3), rel_err=err))
+        x, w, bias = X.to(dtype), W.to(dtype), b.to(dtype)
+        if dtype != torch.float32:
+            x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+        run = lambda: F.conv2d(x, w, bias, padding=L["padding"], stride=L["stride"])  # noqa: E731
+        err = float((run().double() - exact_conv).abs().max() / exact_conv.abs().max())
+        t = gpulib.benchmark(run, repeat=repeat, label=fmt)
+        rows.append(dict(op="conv 3x3 (16.3 layer)", format=fmt, ms=t.median_ms,
+                         tflops=t.tflops(direct_bench.flop(L)), rel_err=err))
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return rows
+
+
+def measure(repeat: int = 20, progress=print) -> dict:
+    if not gpulib.on_gpu():
+        raise RuntimeError("timing needs a GPU: the simulator's times say nothing about one")
+    progress("tensor cores ...")
+    tc = measure_tensor_cores(repeat)
+    progress("auto-tuner ...")
+    tuned = measure_autotune(repeat=max(5, repeat // 2))
+    progress("precision ...")
+    prec = measure_precision(repeat)
+    return dict(device=gpulib.env.device_name(), date=datetime.date.today().isoformat(),
+                timing="median of CUDA events, L2 flushed", repeat=repeat,
+                tensor_cores=tc, autotune=tuned, precision=prec)
+
+
+def load(path=RESULTS) -> dict:
+    return json.loads(path.read_text())
+
+
+def save(results: dict, path=RESULTS) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def table(results: dict) -> str:
+    """All three parts as text."""
+    tc = results["tensor_cores"]
+    lines = [f"{results['device']}, {results['date']}, {results['timing']}",
+             f"Tensor cores: GEMM {tc['gemm']['size']}^3 fp16 -> fp32"]
+    for r in tc["gemm"]["rows"]:
+        lines.append(f"  {r['name']:<52} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
+                     f"{r['fraction_of_cublas']:6.1%} of cuBLAS  rel err {r['rel_err']:.1e}")
+    lines.append("Tensor cores: conv (16.3 layer) in fp16")
+    for r in tc["conv"]["rows"]:
+        lines.append(f"  {r['name']:<52} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
+                     f"{r['fraction_of_cudnn']:6.1%} of cuDNN  rel err {r['rel_err']:.1e}")
+    for layer in results["autotune"]:
+        lines.append(f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), "
+                     f"cuDNN fp32 {layer['cudnn_fp32_ms']:.3f} ms")
+        lines += ["  " + line for line in autotune.table([autotune.Result(**r) for r in layer["ranking"]]).splitlines()]
+    lines.append("Precision (PyTorch): time and max error / max |exact|")
+    for r in results["precision"]:
+        lines.append(f"  {r['op']:<24} {r['format']:<5} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s  err {r['rel_err']:.1e}")
+    return "\n".join(lines)
