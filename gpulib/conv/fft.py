@@ -88,5 +88,8 @@ def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, out=None):
     if b is not None:
         Y = Y + asarray(b).reshape(1, K, 1, 1).astype(np.float32)
     result = output(out, (N, K, Ho, Wo), "out")
-    result.copy_to_device(xp.ascontiguousarray(Y) if xp is not np else np.ascontiguousarray(Y))
+    if xp is np:
+        result.copy_to_device(np.ascontiguousarray(Y))
+    else:  # write through a CuPy view of the Numba array: a device-to-device copy
+        xp.asarray(result)[...] = Y
     return result
