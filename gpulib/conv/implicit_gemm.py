@@ -65,16 +65,17 @@ def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: in
         for i in range(A_LOADS):  # A tile from W_mat, as in gemm version 3
             e = flat + i * THREADS
             gi, gk = row0 + e // BK, k0 + e % BK
-            a_next[i] = W_mat[gi, gk] if gi < K and gk < CRS else float32(0.0)
+            a_next[i] = W_mat[uint32(gi), uint32(gk)] if gi < K and gk < CRS else float32(0.0)
         for i in range(B_LOADS):  # B tile gathered from X: X_col[row, col], never stored
             row = k0 + flat // BN + i * K_STEP
             v = float32(0.0)
             if row < CRS and col < NP:
                 if PRECOMPUTED:  # (c, r, s) of this row from the table: no division
-                    iy = y0 + rows[row, 1]
-                    ix = x0 + rows[row, 2]
+                    r_u = uint32(row)  # unsigned indices skip Numba's negative-index checks
+                    iy = y0 + rows[r_u, 1]
+                    ix = x0 + rows[r_u, 2]
                     if 0 <= iy < H and 0 <= ix < Wd:
-                        v = X[img, rows[row, 0], iy, ix]
+                        v = X[uint32(img), uint32(rows[r_u, 0]), uint32(iy), uint32(ix)]
                 else:  # split row into (c, r, s) and col into (n, y, x) for every load
                     c = row // (R * S)
                     r = (row // S) % R

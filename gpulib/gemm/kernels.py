@@ -86,11 +86,12 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
         for i in range(A_LOADS):
             e = flat + i * THREADS
             gi, gk = row0 + e // BK, k0 + e % BK  # neighbouring threads read along a row of A
-            a_next[i] = A[gi, gk] if gi < M and gk < K else float32(0.0)
+            # unsigned indices: in bounds, so no negative-index check (as in the k loop below)
+            a_next[i] = A[uint32(gi), uint32(gk)] if gi < M and gk < K else float32(0.0)
         for i in range(B_LOADS):
             e = flat + i * THREADS
             gk, gj = k0 + e // BN, col0 + e % BN
-            b_next[i] = B[gk, gj] if gk < K and gj < N else float32(0.0)
+            b_next[i] = B[uint32(gk), uint32(gj)] if gk < K and gj < N else float32(0.0)
 
     @cuda.jit
     def gemm_v3(A, B, C):
