@@ -12,7 +12,7 @@ from conftest import MAX_EXAMPLES
 from test_conv_direct import conv_cases, make
 
 
-@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
 @settings(max_examples=max(4, MAX_EXAMPLES // 3), deadline=None)
 @given(M=st.integers(1, 70), K=st.integers(1, 40), N=st.integers(1, 70), seed=st.integers(0, 2**31))
 def test_tensor_core_gemm_is_the_fp16_product_summed_in_fp32(version, M, K, N, seed):
@@ -35,7 +35,7 @@ def test_fp16_rounding_of_the_operands_is_what_differs_from_fp32(rng):
 def test_mismatched_shapes_are_a_value_error():
     with pytest.raises(ValueError, match="inner dimensions do not match"):
         T.matmul_tc(np.ones((16, 8), np.float32), np.ones((16, 8), np.float32))
-    with pytest.raises(ValueError, match="unknown version 'v9'"):
+    with pytest.raises(ValueError, match="unknown version .v9.; choose one of"):
         T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), "v9")
 
 
@@ -55,7 +55,7 @@ def test_tensor_core_conv_is_the_fp16_convolution(case):
 def test_the_kernel_uses_tensor_core_instructions():
     if not gpulib.on_gpu():
         pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
-    for version, kernel in (("v1", T.tc_gemm_v1_kernel), ("v2", T.tc_gemm_v2_kernel)):
+    for version, kernel in (("v1", T.tc_gemm_v1_kernel), ("v2", T.tc_gemm_v2_kernel), ("v3", T.tc_gemm_v3_kernel)):
         T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version)
         assert "HMMA" in "\n".join(kernel.inspect_sass().values()), version
 
@@ -70,3 +70,10 @@ def test_benchmark_layers_are_valid_and_measuring_needs_a_gpu():
     if gpulib.on_simulator():
         with pytest.raises(RuntimeError, match="timing needs a GPU"):
             bench.measure()
+
+
+def test_tensor_core_gemm_v3_over_several_blocks(rng):
+    A = rng.standard_normal((200, 72)).astype(np.float32)  # 2 x 2 blocks of 128, K = 72 (2.25 tiles of 32)
+    B = rng.standard_normal((72, 150)).astype(np.float32)
+    scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
+    gpulib.validate(T.matmul_tc(A, B, "v3"), T.reference(A, B), scale=scale, name="tensor-core GEMM v3")

@@ -3,6 +3,7 @@
     wmma.py   the warp-level 16x16x16 fp16 → fp32 multiply-accumulate (inline PTX on a GPU,
               the same arithmetic emulated on the simulator)
     gemm.py   GEMM on the tensor cores: v1 one warp per 16x16 tile from global memory,
-              v2 4 warps per 64x64 block tile staged in shared memory
+              v2 4 warps per 64x64 block tile staged in shared memory, v3 8 warps per
+              128x128x32 tile staged with 16-byte vector copies
     conv.py   implicit-GEMM convolution on the tensor cores (fp16 in, fp32 out)
 """

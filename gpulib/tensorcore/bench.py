@@ -69,7 +69,8 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     gemm_rows = []
     for version, kernel, grid, block in (
             ("v1", TG.tc_gemm_v1_kernel, (S // 16, S // 16 // TG.WARPS), (32, TG.WARPS)),
-            ("v2", TG.tc_gemm_v2_kernel, (S // TG.BN, S // TG.BM), TG.V2_THREADS)):
+            ("v2", TG.tc_gemm_v2_kernel, (S // TG.BN, S // TG.BM), TG.V2_THREADS),
+            ("v3", TG.tc_gemm_v3_kernel, (S // TG.V3_BN, S // TG.V3_BM), TG.V3_THREADS)):
         run = lambda: kernel[grid, block](dA, dB, C)  # noqa: E731
         run()
         check = gpulib.validate(C, want, scale=scale, name=f"tensor-core GEMM {version}")

@@ -8,6 +8,10 @@
                 stages a 64x16 tile of A and a 16x64 tile of B in shared memory (every thread
                 copies 8 + 8 fp16 values), then each warp loads 2 A and 2 B fragments from
                 shared memory and issues 4 multiply-accumulates: each fragment serves twice.
+    version 3   a block of 8 warps computes a 128x128 tile of C, each warp 64x32 (4x2
+                fragments: each A fragment serves twice, each B fragment four times). Tiles
+                are 32 deep and staged with 16-byte vector copies (``wmma.copy8``), rows padded
+                by 8 fp16 values to spread them over the shared-memory banks.
 
 Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
 multiples of 16 (zeros add nothing to the products) and crops C back.
@@ -25,6 +29,7 @@ from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_A
 float16 = types.float16
 
 WARPS = 4  # warps per block, stacked along the rows of C
+VERSIONS = ("v1", "v2", "v3")
 
 
 @wmma.kernel
@@ -87,6 +92,65 @@ def tc_gemm_v2_kernel(A, B, C):
                 wmma.store(C, r, c, acc[2 * i + j])
 
 
+V3_BM = V3_BN = 128
+V3_BK = 32
+V3_THREADS = 256
+A_LD, B_LD = V3_BK + 8, V3_BN + 8  # padded row lengths (fp16 values) of the shared tiles
+
+
+@cuda.jit(device=True)
+def _zero8(tile, row, col):
+    for i in range(8):
+        tile[row, col + i] = float16(0.0)
+
+
+@wmma.kernel
+def tc_gemm_v3_kernel(A, B, C):
+    """Block (bx, by) owns C[128·by : +128, 128·bx : +128]; warp w the 64x32 part (w // 4, w % 4).
+    Needs K and N multiples of 8 (16-byte rows chunks); ``matmul_tc`` pads to 16."""
+    a_tile = cuda.shared.array((V3_BM, A_LD), float16, alignment=SHARED_ALIGN)
+    b_tile = cuda.shared.array((V3_BK, B_LD), float16, alignment=SHARED_ALIGN)
+    a = cuda.local.array((4, AB_FRAGMENT), AB_DTYPE)
+    b = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
+    acc = cuda.local.array((8, ACC_FRAGMENT), float32)
+    t = cuda.threadIdx.x
+    warp = t // 32
+    wy, wx = (warp // 4) * 64, (warp % 4) * 32
+    row0, col0 = cuda.blockIdx.y * V3_BM, cuda.blockIdx.x * V3_BN
+    M, K = A.shape
+    N = B.shape[1]
+    for f in range(8):
+        wmma.fill(acc[f], float32(0.0))
+    for k0 in range(0, K, V3_BK):
+        for c in range(2):  # 512 chunks of 8 values per tile, 2 per thread
+            e = t + c * V3_THREADS
+            r, cc = e // 4, (e % 4) * 8  # A tile: 128 rows x 4 chunks
+            if row0 + r < M and k0 + cc < K:
+                wmma.copy8(a_tile, r, cc, A, row0 + r, k0 + cc)
+            else:
+                _zero8(a_tile, r, cc)
+            r, cc = e // 16, (e % 16) * 8  # B tile: 32 rows x 16 chunks
+            if k0 + r < K and col0 + cc < N:
+                wmma.copy8(b_tile, r, cc, B, k0 + r, col0 + cc)
+            else:
+                _zero8(b_tile, r, cc)
+        cuda.syncthreads()
+        for kk in range(0, V3_BK, TILE):
+            for i in range(4):
+                wmma.load_a(a[i], a_tile, wy + 16 * i, kk)
+            for j in range(2):
+                wmma.load_b(b[j], b_tile, kk, wx + 16 * j)
+            for i in range(4):
+                for j in range(2):
+                    wmma.mma(acc[2 * i + j], a[i], b[j])
+        cuda.syncthreads()
+    for i in range(4):
+        for j in range(2):
+            r, c = row0 + wy + 16 * i, col0 + wx + 16 * j
+            if r < M and c < N:
+                wmma.store(C, r, c, acc[2 * i + j])
+
+
 def _padded(a: np.ndarray) -> np.ndarray:
     rows, cols = (-(-n // TILE) * TILE for n in a.shape)
     out = np.zeros((rows, cols), np.float16)
@@ -97,8 +161,8 @@ def _padded(a: np.ndarray) -> np.ndarray:
 def matmul_tc(A, B, version: str = "v2") -> np.ndarray:
     """C = A·B (float32 result) with A and B rounded to fp16, on the tensor cores (emulated on
     the simulator). Any M, N, K: the operands are zero-padded to multiples of 16."""
-    if version not in ("v1", "v2"):
-        raise ValueError(f"unknown version {version!r}; choose 'v1' or 'v2'")
+    if version not in VERSIONS:
+        raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     require(A, "A", 2, dtype=None, layout="[M, K]")
     require(B, "B", 2, dtype=None, layout="[K, N]")
     if A.shape[1] != B.shape[0]:
@@ -108,8 +172,10 @@ def matmul_tc(A, B, version: str = "v2") -> np.ndarray:
     C = cuda.device_array((M, N), np.float32)
     if version == "v1":
         tc_gemm_v1_kernel[(N // TILE, blocks(M // TILE, WARPS)), (32, WARPS)](to_device(A16), to_device(B16), C)
-    else:
+    elif version == "v2":
         tc_gemm_v2_kernel[(blocks(N, BN), blocks(M, BM)), V2_THREADS](to_device(A16), to_device(B16), C)
+    else:
+        tc_gemm_v3_kernel[(blocks(N, V3_BN), blocks(M, V3_BM)), V3_THREADS](to_device(A16), to_device(B16), C)
     return C.copy_to_host()[:A.shape[0], :B.shape[1]]
 
 

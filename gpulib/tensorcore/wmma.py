@@ -68,6 +68,14 @@ extern "C" __device__ int gpulib_wmma_mma(int* ret, unsigned long long acc, unsi
     return 0;
 }
 
+struct alignas(16) gpulib_chunk16 { unsigned w0, w1, w2, w3; };
+
+// one 16-byte copy (8 fp16 values) with a single vector load and store; both addresses 16-byte aligned
+extern "C" __device__ int gpulib_copy16(int* ret, unsigned long long dst, unsigned long long src) {
+    *reinterpret_cast<gpulib_chunk16*>(dst) = *reinterpret_cast<const gpulib_chunk16*>(src);
+    return 0;
+}
+
 extern "C" __device__ int gpulib_wmma_store(int* ret, unsigned long long ptr, unsigned long long acc, int ld) {
     const float* c = reinterpret_cast<const float*>(acc);
     asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
@@ -89,6 +97,13 @@ if ON_GPU:
     _load_b = cuda.declare_device("gpulib_wmma_load_b", _sig)
     _mma = cuda.declare_device("gpulib_wmma_mma", types.int32(types.uint64, types.uint64, types.uint64))
     _store = cuda.declare_device("gpulib_wmma_store", _sig)
+    _copy16 = cuda.declare_device("gpulib_copy16", types.int32(types.uint64, types.uint64))
+
+    @cuda.jit(device=True)
+    def copy8(dst, dst_row, dst_col, src, src_row, src_col):
+        """dst[dst_row, dst_col:+8] = src[src_row, src_col:+8] (fp16) as one 16-byte vector copy."""
+        _copy16(dst.ctypes.data + 2 * (dst_row * (dst.strides[0] // 2) + dst_col),
+                src.ctypes.data + 2 * (src_row * (src.strides[0] // 2) + src_col))
 
     @cuda.jit(device=True)
     def load_a(frag, A, row, col):
@@ -143,6 +158,11 @@ else:
     @cuda.jit(device=True)
     def fill(acc, value):
         acc[:] = value
+
+    @cuda.jit(device=True)
+    def copy8(dst, dst_row, dst_col, src, src_row, src_col):
+        """Emulation: the same 8 values copied."""
+        dst[dst_row, dst_col:dst_col + 8] = src[src_row, src_col:src_col + 8]
 
 
 def kernel(fn):
