@@ -1,7 +1,7 @@
 """16.5: implicit-GEMM convolution on the tensor cores, fp16 inputs, fp32 accumulation.
 
 The GEMM of 16.4 (Y_mat [K, N·H'·W'] = W_mat [K, C·R·S] · X_col), computed like tensor-core
-GEMM version 2: a block of 4 warps owns a 64x64 tile of Y_mat, each warp 32x32 in 2x2
+GEMM version 2 (and with its warp_mma / warp_store): a block of 4 warps owns a 64x64 tile of Y_mat, each warp 32x32 in 2x2
 accumulator fragments. Per 16-deep step the block stages W_mat's 64x16 tile and a 16x64 tile
 of X_col in shared memory (fp16); the X_col tile is gathered from X on the fly (no X_col in
 memory), with (c, r, s) of each row from implicit GEMM's row table. At the end the warps
@@ -18,6 +18,7 @@ from gpulib.arrays import blocks, output, to_device
 from gpulib.conv.direct import check_conv_inputs
 from gpulib.conv.implicit_gemm import row_table
 from gpulib.tensorcore import wmma
+from gpulib.tensorcore.gemm import warp_mma, warp_store
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE
 
 float16 = types.float16
@@ -60,16 +61,9 @@ def tc_conv_kernel(X, W_mat, b, Y, padding, stride, rows):
                     v = X[n, rows[row, 0], iy, ix]
             b_tile[r, c] = v
         cuda.syncthreads()
-        for i in range(2):
-            wmma.load_a(a[i], a_tile, wy + 16 * i, 0)
-            wmma.load_b(bf[i], b_tile, 0, wx + 16 * i)
-        for i in range(2):
-            for j in range(2):
-                wmma.mma(acc[2 * i + j], a[i], bf[j])
+        warp_mma(a_tile, b_tile, a, bf, acc, wy, wx, 0)
         cuda.syncthreads()
-    for i in range(2):
-        for j in range(2):
-            wmma.store(y_tile, wy + 16 * i, wx + 16 * j, acc[2 * i + j])
+    warp_store(y_tile, acc, wy, wx, 2, 2)
     cuda.syncthreads()
     for e in range(t, BM * BN, THREADS):  # shared fp32 tile → Y[n, k, y, x] + b[k]
         r, c = e // BN, e % BN

@@ -49,6 +49,30 @@ def tc_gemm_v1_kernel(A, B, C):
         wmma.store(C, row, col, acc)
 
 
+@cuda.jit(device=True)
+def warp_mma(a_tile, b_tile, a, b, acc, wy, wx, kk):
+    """One 16-deep step of a warp's part of the block tile: A fragments of the shared tile's
+    rows wy, wy + 16, ..., B fragments of its columns wx, wx + 16, ..., at depth kk; then every
+    A fragment times every B fragment into the accumulators (acc[i·len(b) + j])."""
+    for i in range(a.shape[0]):
+        wmma.load_a(a[i], a_tile, wy + 16 * i, kk)
+    for j in range(b.shape[0]):
+        wmma.load_b(b[j], b_tile, kk, wx + 16 * j)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            wmma.mma(acc[b.shape[0] * i + j], a[i], b[j])
+
+
+@cuda.jit(device=True)
+def warp_store(C, acc, row, col, tiles_i, tiles_j):
+    """Store a warp's tiles_i x tiles_j accumulators at C[row:, col:], skipping tiles outside C."""
+    for i in range(tiles_i):
+        for j in range(tiles_j):
+            r, c = row + 16 * i, col + 16 * j
+            if r < C.shape[0] and c < C.shape[1]:  # matmul_tc pads C to multiples of 16
+                wmma.store(C, r, c, acc[tiles_j * i + j])
+
+
 BM = BN = 64  # version 2's block tile; 2x2 warps of 32x32
 V2_THREADS = 128
 
@@ -78,18 +102,9 @@ def tc_gemm_v2_kernel(A, B, C):
             gk, gj = k0 + r, col0 + c
             b_tile[r, c] = B[gk, gj] if gk < K and gj < N else float16(0.0)
         cuda.syncthreads()
-        for i in range(2):
-            wmma.load_a(a[i], a_tile, wy + 16 * i, 0)
-            wmma.load_b(b[i], b_tile, 0, wx + 16 * i)
-        for i in range(2):
-            for j in range(2):
-                wmma.mma(acc[2 * i + j], a[i], b[j])
+        warp_mma(a_tile, b_tile, a, b, acc, wy, wx, 0)
         cuda.syncthreads()
-    for i in range(2):
-        for j in range(2):
-            r, c = row0 + wy + 16 * i, col0 + wx + 16 * j
-            if r < M and c < N:  # C is padded to multiples of 16 by matmul_tc
-                wmma.store(C, r, c, acc[2 * i + j])
+    warp_store(C, acc, row0 + wy, col0 + wx, 2, 2)
 
 
 V3_BM = V3_BN = 128
@@ -136,19 +151,9 @@ def tc_gemm_v3_kernel(A, B, C):
                 _zero8(b_tile, r, cc)
         cuda.syncthreads()
         for kk in range(0, V3_BK, TILE):
-            for i in range(4):
-                wmma.load_a(a[i], a_tile, wy + 16 * i, kk)
-            for j in range(2):
-                wmma.load_b(b[j], b_tile, kk, wx + 16 * j)
-            for i in range(4):
-                for j in range(2):
-                    wmma.mma(acc[2 * i + j], a[i], b[j])
+            warp_mma(a_tile, b_tile, a, b, acc, wy, wx, kk)
         cuda.syncthreads()
-    for i in range(4):
-        for j in range(2):
-            r, c = row0 + wy + 16 * i, col0 + wx + 16 * j
-            if r < M and c < N:
-                wmma.store(C, r, c, acc[2 * i + j])
+    warp_store(C, acc, row0 + wy, col0 + wx, 4, 2)
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
