@@ -37,17 +37,23 @@ def spectral_product_kernel(Xf, Wf, Yf):
         Yf[n, k, u, v] = acc
 
 
-def _fft():
-    """(rfft2, irfft2, asarray, asnumpy) from CuPy on a GPU, NumPy otherwise."""
+def _array_module():
+    """CuPy on a GPU (its FFTs are cuFFT), NumPy otherwise."""
     if gpulib.on_gpu():
         try:
             import cupy
 
-            return cupy.fft.rfft2, cupy.fft.irfft2, cupy.asarray, cupy.asnumpy
+            return cupy
         except ImportError:
             pass
-    host = lambda a: a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)  # noqa: E731
-    return np.fft.rfft2, np.fft.irfft2, host, np.asarray
+    return np
+
+
+def _to(xp, a):
+    """``a`` (NumPy, Numba device or CuPy array) as an array of module ``xp``."""
+    if xp is np and hasattr(a, "copy_to_host"):
+        return a.copy_to_host()
+    return xp.asarray(a)
 
 
 def grid_size(H, W, padding):
@@ -67,26 +73,21 @@ def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, out=None):
     _, C, R, S = W.shape
     H, Wd = X.shape[2], X.shape[3]
     Hf, Wf = grid_size(H, Wd, padding)
-    rfft2, irfft2, asarray, asnumpy = _fft()
-    xp = np if asnumpy is np.asarray else __import__("cupy")
+    xp = _array_module()
     Xp = xp.zeros((N, C, Hf, Wf), np.float32)
-    Xp[:, :, padding:padding + H, padding:padding + Wd] = asarray(X)
+    Xp[:, :, padding:padding + H, padding:padding + Wd] = _to(xp, X)
     Wp = xp.zeros((K, C, Hf, Wf), np.float32)
-    Wp[:, :, :R, :S] = asarray(W)
-    Xf = rfft2(Xp).astype(np.complex64)
-    Wfreq = rfft2(Wp).astype(np.complex64)
-    Yf = xp.zeros((N, K, Hf, Wf // 2 + 1), np.complex64)
-    dXf, dWf = to_device(Xf), to_device(Wfreq)
-    dYf = to_device(Yf)
+    Wp[:, :, :R, :S] = _to(xp, W)
+    Xf = xp.fft.rfft2(Xp).astype(np.complex64)
+    Wfreq = xp.fft.rfft2(Wp).astype(np.complex64)
+    Yf = to_device(xp.zeros((N, K, Hf, Wf // 2 + 1), np.complex64))  # CuPy arrays pass through
     threads = (16, 16, 1)
     grid = ((Yf.shape[3] + 15) // 16, (Hf + 15) // 16, N * K)
-    spectral_product_kernel[grid, threads](dXf, dWf, dYf)
-    if xp is np:
-        Yf = dYf.copy_to_host()
-    full = irfft2(Yf, s=(Hf, Wf))
+    spectral_product_kernel[grid, threads](to_device(Xf), to_device(Wfreq), Yf)
+    full = xp.fft.irfft2(_to(xp, Yf), s=(Hf, Wf))
     Y = full[:, :, 0:(Ho - 1) * stride + 1:stride, 0:(Wo - 1) * stride + 1:stride].astype(np.float32)
     if b is not None:
-        Y = Y + asarray(b).reshape(1, K, 1, 1).astype(np.float32)
+        Y = Y + _to(xp, b).reshape(1, K, 1, 1).astype(np.float32)
     result = output(out, (N, K, Ho, Wo), "out")
     if xp is np:
         result.copy_to_device(np.ascontiguousarray(Y))

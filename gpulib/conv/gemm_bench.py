@@ -17,8 +17,6 @@ the command-line front end; notebooks call ``measure`` on a GPU and ``load`` els
 from __future__ import annotations
 
 import datetime
-import json
-from pathlib import Path
 
 import numpy as np
 
@@ -200,12 +198,11 @@ def measure(repeat: int = 20, progress=print) -> dict:
 
 def load(path=RESULTS) -> dict:
     """The stored results (measured on a GPU earlier), as written by ``save``."""
-    return json.loads(Path(path).read_text())
+    return direct_bench.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    direct_bench.save(results, path)
 
 
 def _fmt(v, spec):

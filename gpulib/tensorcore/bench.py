@@ -14,7 +14,6 @@ Every timed row is checked first. ``benchmarks/cudnn_tensorcore.py`` is the comm
 from __future__ import annotations
 
 import datetime
-import json
 
 import numpy as np
 
@@ -191,12 +190,12 @@ def measure(repeat: int = 20, progress=print) -> dict:
 
 
 def load(path=RESULTS) -> dict:
-    return json.loads(path.read_text())
+    """The stored results (measured on a GPU earlier), as written by ``save``."""
+    return direct_bench.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2, ensure_ascii=False, default=str) + "\n")
+    direct_bench.save(results, path)
 
 
 def table(results: dict) -> str:
