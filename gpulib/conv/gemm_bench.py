@@ -34,11 +34,11 @@ LAYER = direct_bench.LAYER
 GEMM_SIZE = 4096
 # version 3 tile shapes tried on the GPU; the first is gemm.kernels.V3, the default
 _P = dict(PREFETCH=True)
-V3_SHAPES = [GK.V3, dict(GK.V3, PREFETCH=False), dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P),
-             dict(BM=64, BN=64, BK=32, TM=4, TN=4, **_P), dict(BM=128, BN=64, BK=16, TM=8, TN=4, **_P),
-             dict(BM=64, BN=128, BK=16, TM=4, TN=8, **_P), dict(BM=128, BN=128, BK=8, TM=8, TN=8, **_P)]
-IMPLICIT_SHAPES = [IG.TILE, dict(IG.TILE, PREFETCH=False), dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P),
-                   dict(BM=64, BN=128, BK=8, TM=4, TN=8, **_P), dict(BM=64, BN=128, BK=8, TM=8, TN=8, **_P),
+V3_SHAPES = [GK.V3, dict(GK.V3, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
+             dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=64, BK=32, TM=4, TN=4, **_P),
+             dict(BM=128, BN=64, BK=16, TM=8, TN=4, **_P), dict(BM=64, BN=128, BK=16, TM=4, TN=8, **_P)]
+IMPLICIT_SHAPES = [IG.TILE, dict(IG.TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
+                   dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=128, BK=8, TM=4, TN=8, **_P),
                    dict(BM=64, BN=32, BK=8, TM=4, TN=2, **_P)]
 FILTERS = (1, 3, 5, 7)
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
