@@ -12,7 +12,7 @@ from conftest import MAX_EXAMPLES
 from test_conv_direct import conv_cases, make
 
 
-@pytest.mark.parametrize("version", ["v1", "v2", "v3"])
+@pytest.mark.parametrize("version", T.VERSIONS)
 @settings(max_examples=max(4, MAX_EXAMPLES // 3), deadline=None)
 @given(M=st.integers(1, 70), K=st.integers(1, 40), N=st.integers(1, 70), seed=st.integers(0, 2**31))
 def test_tensor_core_gemm_is_the_fp16_product_summed_in_fp32(version, M, K, N, seed):
@@ -39,25 +39,62 @@ def test_mismatched_shapes_are_a_value_error():
         T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), "v9")
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
 @settings(max_examples=max(3, MAX_EXAMPLES // 4), deadline=None)
 @given(case=conv_cases())
-def test_tensor_core_conv_is_the_fp16_convolution(case):
+def test_tensor_core_conv_is_the_fp16_convolution(version, case):
     from gpulib import reference as ref
     from gpulib.tensorcore import conv as TC
 
     X, W, b = make(case)
     p, s = case["padding"], case["stride"]
     want = TC.reference(X, W, b, p, s)
-    Y = TC.conv2d_tc(X, W, b, p, s, out=gpulib.poisoned(want.shape))
-    gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, p, s).max(), name="tensor-core conv")
+    Y = TC.conv2d_tc(X, W, b, p, s, out=gpulib.poisoned(want.shape), version=version)
+    gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, p, s).max(), name=f"tensor-core conv {version}")
+
+
+def test_nhwc_conv_kernel_writes_every_output_over_several_blocks_and_steps(rng):
+    """Version 2's own NHWC output (poisoned), 2 blocks of pixels x 2 of filters, R·S·C = 5·5·8 =
+    200 = 6.25 steps of 32, C = 5 padded to 8, K = 70 padded to 80, stride 2."""
+    from gpulib import reference as ref
+    from gpulib.tensorcore import conv as TC
+
+    X = rng.standard_normal((2, 5, 21, 17)).astype(np.float32)
+    W = rng.standard_normal((70, 5, 5, 5)).astype(np.float32)
+    b = rng.standard_normal(70).astype(np.float32)
+    want = TC.reference(X, W, b, 2, 2)
+    N, K, Ho, Wo = want.shape
+    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)
+    assert X2.shape == (2 * 21 * 17, 8) and Wt.shape == (5 * 5 * 8, 80) and bias_rows.shape == (16, 128)
+    assert N * Ho * Wo == 198  # 2 blocks of 128 pixels, not a multiple of 16
+    with pytest.raises(ValueError, match=r"Y must be \[208 \(N·H'·W' = 198 rounded up to 16\), 80\]"):
+        TC.launch_nhwc(X2, Wt, bias_rows, gpulib.poisoned((N * Ho * Wo, 80)), (2, 21, 17, 5, 5), 2, 2)
+    Yn = gpulib.poisoned((208, 80))
+    TC.launch_nhwc(X2, Wt, bias_rows, Yn, (2, 21, 17, 5, 5), 2, 2)
+    Yn = Yn.copy_to_host()[:N * Ho * Wo]
+    assert np.all(Yn[:, K:] == 0)  # the padded filters: zero weights, zero bias
+    got = Yn[:, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
+    gpulib.validate(got, want, scale=ref.conv2d_magnitude(X, W, b, 2, 2).max(), name="NHWC tensor-core conv")
+
+
+def test_unknown_conv_version_is_a_value_error():
+    from gpulib.tensorcore import conv as TC
+
+    with pytest.raises(ValueError, match="unknown version"):
+        TC.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
 
 
 def test_the_kernel_uses_tensor_core_instructions():
     if not gpulib.on_gpu():
         pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
-    for version, kernel in (("v1", T.tc_gemm_v1_kernel), ("v2", T.tc_gemm_v2_kernel), ("v3", T.tc_gemm_v3_kernel)):
+    for version in T.VERSIONS:
         T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version)
-        assert "HMMA" in "\n".join(kernel.inspect_sass().values()), version
+        sass = "\n".join(getattr(T, f"tc_gemm_{version}_kernel").inspect_sass().values())
+        assert "HMMA" in sass, version
+        if version in ("v2", "v3", "v4"):  # fragments from shared memory: ldmatrix
+            assert "LDSM" in sass, version
+        if version == "v4":  # asynchronous global -> shared copies
+            assert "LDGSTS" in sass
 
 
 def test_benchmark_layers_are_valid_and_measuring_needs_a_gpu():
@@ -72,8 +109,9 @@ def test_benchmark_layers_are_valid_and_measuring_needs_a_gpu():
             bench.measure()
 
 
-def test_tensor_core_gemm_v3_over_several_blocks(rng):
+@pytest.mark.parametrize("version", ["v3", "v4"])
+def test_tensor_core_gemm_over_several_blocks_and_steps(version, rng):
     A = rng.standard_normal((200, 72)).astype(np.float32)  # 2 x 2 blocks of 128, K = 72 (2.25 tiles of 32)
     B = rng.standard_normal((72, 150)).astype(np.float32)
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
-    gpulib.validate(T.matmul_tc(A, B, "v3"), T.reference(A, B), scale=scale, name="tensor-core GEMM v3")
+    gpulib.validate(T.matmul_tc(A, B, version), T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version}")

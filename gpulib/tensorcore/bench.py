@@ -1,8 +1,9 @@
 """16.5 speed: tensor cores, cuDNN's algorithm families and mixed precision, measured on a GPU
 or read from benchmarks/results/cudnn_tensorcore.json.
 
-    tensor_cores   GEMM 4096³ fp16 → fp32: gpulib tensor-core v1, v2 against cuBLAS fp16 (CuPy);
-                   the 16.3 layer in fp16: gpulib's tensor-core conv against cuDNN fp16
+    tensor_cores   GEMM 4096³ fp16 → fp32: gpulib tensor-core v1-v4 against cuBLAS fp16 (CuPy);
+                   the 16.3 layer in fp16: gpulib's tensor-core conv v1 (NCHW) and v2 (NHWC)
+                   against cuDNN fp16 (channels_last)
     autotune       for each layer of LAYERS: gpulib's auto-tuner ranking (every algorithm checked,
                    timed, with its extra memory) and cuDNN fp32 for the same layer
     precision      one GEMM and one conv in fp32, TF32, fp16 and bf16 through PyTorch: time and
@@ -64,12 +65,13 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     scale = float((cupy.abs(cA).astype(cupy.float64) @ cupy.abs(cB).astype(cupy.float64)).max())
     flop = 2.0 * S**3
     dA, dB = cuda.to_device(A), cuda.to_device(B)
-    C = cuda.device_array((S, S), np.float32)
     gemm_rows = []
-    for version, kernel, grid, block in (
-            ("v1", TG.tc_gemm_v1_kernel, (S // 16, S // 16 // TG.WARPS), (32, TG.WARPS)),
-            ("v2", TG.tc_gemm_v2_kernel, (S // TG.BN, S // TG.BM), TG.V2_THREADS),
-            ("v3", TG.tc_gemm_v3_kernel, (S // TG.V3_BN, S // TG.V3_BM), TG.V3_THREADS)):
+    big = (S // TG.V3_BN, S // TG.V3_BM), TG.V3_THREADS
+    for version, kernel, (grid, block) in (
+            ("v1", TG.tc_gemm_v1_kernel, ((S // 16, S // 16 // TG.WARPS), (32, TG.WARPS))),
+            ("v2", TG.tc_gemm_v2_kernel, ((S // TG.BN, S // TG.BM), TG.V2_THREADS)),
+            ("v3", TG.tc_gemm_v3_kernel, big), ("v4", TG.tc_gemm_v4_kernel, big)):
+        C = gpulib.poisoned((S, S))  # any element left unwritten fails the check
         run = lambda: kernel[grid, block](dA, dB, C)  # noqa: E731
         run()
         check = gpulib.validate(C, want, scale=scale, name=f"tensor-core GEMM {version}")
@@ -94,13 +96,23 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     W16 = cuda.to_device(W.astype(np.float16).reshape(L["K"], -1))
     db = cuda.to_device(b)
     table = cuda.to_device(row_table(L["C"], L["R"], L["S"]))
-    Y = cuda.device_array(want.shape, np.float32)
+    Y = gpulib.poisoned(want.shape)
     grid = ((L["N"] * want.shape[2] * want.shape[3] + TC.BN - 1) // TC.BN, (L["K"] + TC.BM - 1) // TC.BM)
     run = lambda: TC.tc_conv_kernel[grid, TC.THREADS](X16, W16, db, Y, L["padding"], L["stride"], table)  # noqa: E731
     run()
-    check = gpulib.validate(Y, want, scale=scale, name="tensor-core conv")
-    t = gpulib.benchmark(run, repeat=repeat, label="tc conv")
-    conv_rows = [_row("gpulib tensor-core implicit GEMM conv (fp16)", t, flop, check.rel_err)]
+    check = gpulib.validate(Y, want, scale=scale, name="tensor-core conv v1")
+    t = gpulib.benchmark(run, repeat=repeat, label="tc conv v1")
+    conv_rows = [_row("gpulib tensor-core conv v1 (NCHW, fp16)", t, flop, check.rel_err)]
+    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)  # layout conversion outside the timing, as for cuDNN
+    Ho, Wo = want.shape[2:]
+    Yn = gpulib.poisoned((L["N"] * Ho * Wo, Wt.shape[1]))
+    shape = (L["N"], L["H"], L["W"], L["R"], L["S"])
+    run = lambda: TC.launch_nhwc(X2, Wt, bias_rows, Yn, shape, L["padding"], L["stride"])  # noqa: E731
+    run()
+    got = Yn.copy_to_host()[:, :L["K"]].reshape(L["N"], Ho, Wo, L["K"]).transpose(0, 3, 1, 2)
+    check = gpulib.validate(got, want, scale=scale, name="tensor-core conv v2")
+    t = gpulib.benchmark(run, repeat=repeat, label="tc conv v2")
+    conv_rows.append(_row("gpulib tensor-core conv v2 (NHWC, async copies, fp16)", t, flop, check.rel_err))
     torch.backends.cudnn.benchmark = True
     tX = torch.as_tensor(X, device="cuda").half().to(memory_format=torch.channels_last)
     tW = torch.as_tensor(W, device="cuda").half().to(memory_format=torch.channels_last)

@@ -12,6 +12,8 @@
                 fragments: each A fragment serves twice, each B fragment four times). Tiles
                 are 32 deep and staged with 16-byte vector copies (``wmma.copy8``), rows padded
                 by 8 fp16 values to spread them over the shared-memory banks.
+    version 4   version 3 with two pairs of shared tiles and asynchronous copies (cp.async):
+                the copies of the next 32-deep tiles fly while the tensor cores work on these.
 
 Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
 multiples of 16 (zeros add nothing to the products) and crops C back.
@@ -29,7 +31,7 @@ from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_A
 float16 = types.float16
 
 WARPS = 4  # warps per block, stacked along the rows of C
-VERSIONS = ("v1", "v2", "v3")
+VERSIONS = ("v1", "v2", "v3", "v4")
 
 
 @wmma.kernel
@@ -55,9 +57,9 @@ def warp_mma(a_tile, b_tile, a, b, acc, wy, wx, kk):
     rows wy, wy + 16, ..., B fragments of its columns wx, wx + 16, ..., at depth kk; then every
     A fragment times every B fragment into the accumulators (acc[i·len(b) + j])."""
     for i in range(a.shape[0]):
-        wmma.load_a(a[i], a_tile, wy + 16 * i, kk)
+        wmma.load_a_shared(a[i], a_tile, wy + 16 * i, kk)
     for j in range(b.shape[0]):
-        wmma.load_b(b[j], b_tile, kk, wx + 16 * j)
+        wmma.load_b_shared(b[j], b_tile, kk, wx + 16 * j)
     for i in range(a.shape[0]):
         for j in range(b.shape[0]):
             wmma.mma(acc[b.shape[0] * i + j], a[i], b[j])
@@ -156,6 +158,52 @@ def tc_gemm_v3_kernel(A, B, C):
     warp_store(C, acc, row0 + wy, col0 + wx, 4, 2)
 
 
+@cuda.jit(device=True)
+def _issue_tiles(a_tile, b_tile, A, B, row0, col0, k0, t):
+    """Start the async copies of A[row0:+128, k0:+32] and B[k0:+32, col0:+128] into the shared
+    tiles (2 + 2 chunks of 8 fp16 values per thread; zeros outside A and B)."""
+    M, K = A.shape
+    N = B.shape[1]
+    for c in range(2):
+        e = t + c * V3_THREADS
+        r, cc = e // 4, (e % 4) * 8
+        wmma.copy8_async(a_tile, r, cc, A, row0 + r, k0 + cc, row0 + r < M and k0 + cc < K)
+        r, cc = e // 16, (e % 16) * 8
+        wmma.copy8_async(b_tile, r, cc, B, k0 + r, col0 + cc, k0 + r < K and col0 + cc < N)
+
+
+@wmma.kernel
+def tc_gemm_v4_kernel(A, B, C):
+    """Version 3's tiles and warps, with two shared tiles of A and two of B: while the warps
+    multiply tile k, the asynchronous copies of tile k + 1 are on their way into the other pair."""
+    a_tiles = cuda.shared.array((2, V3_BM, A_LD), float16, alignment=SHARED_ALIGN)
+    b_tiles = cuda.shared.array((2, V3_BK, B_LD), float16, alignment=SHARED_ALIGN)
+    a = cuda.local.array((4, AB_FRAGMENT), AB_DTYPE)
+    b = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
+    acc = cuda.local.array((8, ACC_FRAGMENT), float32)
+    t = cuda.threadIdx.x
+    warp = t // 32
+    wy, wx = (warp // 4) * 64, (warp % 4) * 32
+    row0, col0 = cuda.blockIdx.y * V3_BM, cuda.blockIdx.x * V3_BN
+    steps = (A.shape[1] + V3_BK - 1) // V3_BK
+    for f in range(8):
+        wmma.fill(acc[f], float32(0.0))
+    _issue_tiles(a_tiles[0], b_tiles[0], A, B, row0, col0, 0, t)
+    wmma.async_commit()
+    for step in range(steps):
+        if step + 1 < steps:  # start the next pair of tiles, then wait for this one only
+            _issue_tiles(a_tiles[(step + 1) % 2], b_tiles[(step + 1) % 2], A, B, row0, col0, (step + 1) * V3_BK, t)
+            wmma.async_commit()
+            wmma.async_wait_one()
+        else:
+            wmma.async_wait_all()
+        cuda.syncthreads()  # every thread's copies of this tile have landed
+        for kk in range(0, V3_BK, TILE):
+            warp_mma(a_tiles[step % 2], b_tiles[step % 2], a, b, acc, wy, wx, kk)
+        cuda.syncthreads()  # done reading before the next step's copies overwrite it
+    warp_store(C, acc, row0 + wy, col0 + wx, 4, 2)
+
+
 def _padded(a: np.ndarray) -> np.ndarray:
     rows, cols = (-(-n // TILE) * TILE for n in a.shape)
     out = np.zeros((rows, cols), np.float16)
@@ -180,7 +228,8 @@ def matmul_tc(A, B, version: str = "v2") -> np.ndarray:
     elif version == "v2":
         tc_gemm_v2_kernel[(blocks(N, BN), blocks(M, BM)), V2_THREADS](to_device(A16), to_device(B16), C)
     else:
-        tc_gemm_v3_kernel[(blocks(N, V3_BN), blocks(M, V3_BM)), V3_THREADS](to_device(A16), to_device(B16), C)
+        kernel = tc_gemm_v3_kernel if version == "v3" else tc_gemm_v4_kernel
+        kernel[(blocks(N, V3_BN), blocks(M, V3_BM)), V3_THREADS](to_device(A16), to_device(B16), C)
     return C.copy_to_host()[:A.shape[0], :B.shape[1]]
 
 

@@ -10,6 +10,14 @@ and fp32 accumulation, in four calls a kernel makes from Python:
     wmma.mma(acc, a, b)            # acc += a·b on the tensor cores
     wmma.store(C, row, col, acc)   # C[row:row+16, col:col+16] = acc, fp32
 
+``load_c(acc, C, row, col)`` starts the accumulators from a fp32 tile instead of zeros
+(D = A·B + C: the tensor-core conv starts from its bias this way).
+For tiles in shared memory, ``load_a_shared`` / ``load_b_shared`` are the same loads as
+shared-memory instructions. ``copy8_async`` starts a 16-byte copy from global to shared memory
+without waiting for it (``cp.async``, Ampere and later); ``async_commit`` closes a group of such
+copies and ``async_wait_one`` / ``async_wait_all`` wait until at most one / no group is still
+in flight: with two shared tiles, the copies of the next tile run while the tensor cores work.
+
 All 32 threads of a warp make every call together (the ".sync.aligned" of the PTX): the tile
 is spread over the warp's registers, 8 registers per thread per fragment.
 
@@ -40,6 +48,7 @@ SOURCE = r"""
 #define IN_R(x) "r"(x)
 #define IO_F(x) "+f"(x)
 #define IN_F(x) "f"(x)
+#define OUT_F(x) "=f"(x)
 
 extern "C" __device__ int gpulib_wmma_load_a(int* ret, unsigned long long frag, unsigned long long ptr, int ld) {
     unsigned* f = reinterpret_cast<unsigned*>(frag);
@@ -68,11 +77,49 @@ extern "C" __device__ int gpulib_wmma_mma(int* ret, unsigned long long acc, unsi
     return 0;
 }
 
+// the same loads from shared memory: the generic address turned into a shared-window one, so
+// the loads are shared-memory instructions (a generic load must first find out where it points)
+extern "C" __device__ int gpulib_wmma_load_a_shared(int* ret, unsigned long long frag, unsigned long long ptr, int ld) {
+    unsigned* f = reinterpret_cast<unsigned*>(frag);
+    asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %8;\n"
+                 "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [s], %9; }"
+                 : FRAG8(f, OUT_R) : "l"(ptr), "r"(ld) : "memory");
+    return 0;
+}
+
+extern "C" __device__ int gpulib_wmma_load_b_shared(int* ret, unsigned long long frag, unsigned long long ptr, int ld) {
+    unsigned* f = reinterpret_cast<unsigned*>(frag);
+    asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %8;\n"
+                 "wmma.load.b.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [s], %9; }"
+                 : FRAG8(f, OUT_R) : "l"(ptr), "r"(ld) : "memory");
+    return 0;
+}
+
+// asynchronous copy of 16 bytes global -> shared (sm_80+): the thread does not wait for the data;
+// nbytes = 0 fills the 16 bytes with zeros instead (out-of-range parts of a tile)
+extern "C" __device__ int gpulib_cp_async16(int* ret, unsigned long long dst, unsigned long long src, int nbytes) {
+    asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %0;\n"
+                 "cp.async.cg.shared.global [s], [%1], 16, %2; }" :: "l"(dst), "l"(src), "r"(nbytes) : "memory");
+    return 0;
+}
+
+// close the group of copies issued so far; wait until at most 0 (or 1) groups are still in flight
+extern "C" __device__ int gpulib_cp_async_commit(int* ret) { asm volatile("cp.async.commit_group;" ::: "memory"); return 0; }
+extern "C" __device__ int gpulib_cp_async_wait0(int* ret) { asm volatile("cp.async.wait_group 0;" ::: "memory"); return 0; }
+extern "C" __device__ int gpulib_cp_async_wait1(int* ret) { asm volatile("cp.async.wait_group 1;" ::: "memory"); return 0; }
+
 struct alignas(16) gpulib_chunk16 { unsigned w0, w1, w2, w3; };
 
 // one 16-byte copy (8 fp16 values) with a single vector load and store; both addresses 16-byte aligned
 extern "C" __device__ int gpulib_copy16(int* ret, unsigned long long dst, unsigned long long src) {
     *reinterpret_cast<gpulib_chunk16*>(dst) = *reinterpret_cast<const gpulib_chunk16*>(src);
+    return 0;
+}
+
+extern "C" __device__ int gpulib_wmma_load_c(int* ret, unsigned long long acc, unsigned long long ptr, int ld) {
+    float* c = reinterpret_cast<float*>(acc);
+    asm volatile("wmma.load.c.sync.aligned.row.m16n16k16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+                 : FRAG8(c, OUT_F) : "l"(ptr), "r"(ld) : "memory");
     return 0;
 }
 
@@ -98,6 +145,35 @@ if ON_GPU:
     _mma = cuda.declare_device("gpulib_wmma_mma", types.int32(types.uint64, types.uint64, types.uint64))
     _store = cuda.declare_device("gpulib_wmma_store", _sig)
     _copy16 = cuda.declare_device("gpulib_copy16", types.int32(types.uint64, types.uint64))
+    _load_c = cuda.declare_device("gpulib_wmma_load_c", _sig)
+    _load_a_shared = cuda.declare_device("gpulib_wmma_load_a_shared", _sig)
+    _load_b_shared = cuda.declare_device("gpulib_wmma_load_b_shared", _sig)
+    _cp_async16 = cuda.declare_device("gpulib_cp_async16", types.int32(types.uint64, types.uint64, types.int32))
+    async_commit = cuda.declare_device("gpulib_cp_async_commit", types.int32())
+    async_wait_all = cuda.declare_device("gpulib_cp_async_wait0", types.int32())
+    async_wait_one = cuda.declare_device("gpulib_cp_async_wait1", types.int32())
+
+    @cuda.jit(device=True)
+    def copy8_async(dst, dst_row, dst_col, src, src_row, src_col, valid):
+        """Start copying src[src_row, src_col:+8] to the shared dst[dst_row, dst_col:+8] (fp16, 16
+        bytes) without waiting; if not ``valid`` write 8 zeros instead (src is then not read)."""
+        if valid:
+            _cp_async16(dst.ctypes.data + 2 * (dst_row * (dst.strides[0] // 2) + dst_col),
+                        src.ctypes.data + 2 * (src_row * (src.strides[0] // 2) + src_col), 16)
+        else:
+            _cp_async16(dst.ctypes.data + 2 * (dst_row * (dst.strides[0] // 2) + dst_col), src.ctypes.data, 0)
+
+    @cuda.jit(device=True)
+    def load_a_shared(frag, A, row, col):
+        """load_a for a tile in shared memory (shared-memory load instructions)."""
+        ld = A.strides[0] // 2
+        _load_a_shared(frag.ctypes.data, A.ctypes.data + 2 * (row * ld + col), ld)
+
+    @cuda.jit(device=True)
+    def load_b_shared(frag, B, row, col):
+        """load_b for a tile in shared memory."""
+        ld = B.strides[0] // 2
+        _load_b_shared(frag.ctypes.data, B.ctypes.data + 2 * (row * ld + col), ld)
 
     @cuda.jit(device=True)
     def copy8(dst, dst_row, dst_col, src, src_row, src_col):
@@ -121,6 +197,12 @@ if ON_GPU:
     def mma(acc, a, b):
         """acc += a·b on the tensor cores (the whole warp together)."""
         _mma(acc.ctypes.data, a.ctypes.data, b.ctypes.data)
+
+    @cuda.jit(device=True)
+    def load_c(acc, C, row, col):
+        """acc = C[row:row+16, col:col+16] (fp32, row-major): start from C instead of zeros."""
+        ld = C.strides[0] // 4
+        _load_c(acc.ctypes.data, C.ctypes.data + 4 * (row * ld + col), ld)
 
     @cuda.jit(device=True)
     def store(C, row, col, acc):
@@ -151,6 +233,11 @@ else:
         acc[:] = (acc.reshape(TILE, TILE) + product).reshape(-1)
 
     @cuda.jit(device=True)
+    def load_c(acc, C, row, col):
+        """Emulation: the whole fp32 tile."""
+        acc[:] = C[row:row + TILE, col:col + TILE].reshape(-1)
+
+    @cuda.jit(device=True)
     def store(C, row, col, acc):
         """Emulation: every thread of the warp writes the same tile (the values agree)."""
         C[row:row + TILE, col:col + TILE] = acc.reshape(TILE, TILE)
@@ -164,7 +251,25 @@ else:
         """Emulation: the same 8 values copied."""
         dst[dst_row, dst_col:dst_col + 8] = src[src_row, src_col:src_col + 8]
 
+    @cuda.jit(device=True)
+    def copy8_async(dst, dst_row, dst_col, src, src_row, src_col, valid):
+        """Emulation: the copy (or the zeros) happens at once; commit and wait have nothing to do."""
+        if valid:
+            dst[dst_row, dst_col:dst_col + 8] = src[src_row, src_col:src_col + 8]
+        else:
+            dst[dst_row, dst_col:dst_col + 8] = 0
 
-def kernel(fn):
-    """``cuda.jit`` for a kernel that calls these functions: links the PTX on a GPU."""
-    return cuda.jit(link=LINK)(fn) if ON_GPU else cuda.jit(fn)
+    @cuda.jit(device=True)
+    def async_commit():
+        pass
+
+    async_wait_all = async_wait_one = async_commit
+    load_a_shared, load_b_shared = load_a, load_b
+
+
+def kernel(fn=None, *, max_registers: int | None = None):
+    """``cuda.jit`` for a kernel that calls these functions: links the PTX on a GPU.
+    ``@wmma.kernel(max_registers=n)`` caps the registers per thread (more blocks fit on an SM)."""
+    if fn is None:
+        return lambda f: kernel(f, max_registers=max_registers)
+    return cuda.jit(link=LINK, max_registers=max_registers)(fn) if ON_GPU else cuda.jit(fn)
