@@ -72,7 +72,7 @@ def test_measuring_needs_a_gpu():
         gemm_bench.measure()
 
 
-@pytest.mark.parametrize("script", ["conv_direct.py", "conv_gemm.py"])
+@pytest.mark.parametrize("script", ["conv_direct.py", "conv_gemm.py", "cudnn_tensorcore.py"])
 def test_benchmark_scripts_show_stored_results_without_a_gpu(script):
     import os
     import subprocess

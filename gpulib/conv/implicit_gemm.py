@@ -160,6 +160,18 @@ def row_table(C: int, R: int, S: int) -> np.ndarray:
     return np.stack([rows // (R * S), (rows // S) % R, rows % S], axis=1).astype(np.int32)
 
 
+@lru_cache(maxsize=64)
+def _device_table(C: int, R: int, S: int):
+    """``row_table`` on the device, made once per (C, R, S): a layer called again (a training
+    loop, the auto-tuner's timing) does not copy it over again."""
+    return to_device(row_table(C, R, S))
+
+
+@lru_cache(maxsize=1)
+def _no_table():
+    return to_device(np.zeros((1, 3), np.int32))
+
+
 def tile_shape() -> dict:
     """The block tile used here: ``TILE`` on a GPU, ``TILE_SIM`` on the simulator."""
     return gpulib.sized(gpu=TILE, sim=TILE_SIM)
@@ -177,9 +189,9 @@ def conv2d_implicit_gemm(X, W, b=None, padding: int = 0, stride: int = 1, precom
     _, C, R, S = W.shape
     Y = output(out, (N, K, Ho, Wo), "out")
     if precomputed:
-        table = table if table is not None else to_device(row_table(C, R, S))
+        table = table if table is not None else _device_table(C, R, S)
     else:
-        table = to_device(np.zeros((1, 3), np.int32))  # unused
+        table = _no_table()  # the on-the-fly variant reads no table
     W_mat = to_device(W).reshape(K, C * R * S)
     bias = to_device(np.zeros(K, np.float32) if b is None else b)
     t = tile or tile_shape()

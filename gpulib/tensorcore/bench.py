@@ -6,6 +6,8 @@ or read from benchmarks/results/cudnn_tensorcore.json.
                    against cuDNN fp16 (channels_last)
     autotune       for each layer of LAYERS: gpulib's auto-tuner ranking (every algorithm checked,
                    timed, with its extra memory) and cuDNN fp32 for the same layer
+    cudnn_engines  cuDNN's own execution plans for the 16.3 layer, listed and timed through the
+                   cuDNN frontend, when that package is installed
     precision      one GEMM and one conv in fp32, TF32, fp16 and bf16 through PyTorch: time and
                    error against float64
 
@@ -20,7 +22,7 @@ import numpy as np
 
 import gpulib
 from gpulib import reference as ref
-from gpulib.conv import autotune
+from gpulib.conv import autotune, cudnn_engines
 from gpulib.conv import bench as direct_bench
 from gpulib.conv.implicit_gemm import row_table
 from gpulib.tensorcore import conv as TC
@@ -153,6 +155,18 @@ def measure_autotune(layers=LAYERS, repeat: int = 10) -> list[dict]:
     return out
 
 
+def measure_cudnn_engines(repeat: int = 10) -> dict:
+    """cuDNN's own execution plans for the 16.3 layer in fp16 (channels_last), if the cuDNN
+    frontend is installed; else a note saying it is not."""
+    version = cudnn_engines.available()
+    if not version:
+        return dict(version="", rows=[], note="the cuDNN frontend (pip install nvidia-cudnn-frontend) is not installed")
+    L = direct_bench.LAYER
+    X, W, _ = direct_bench.layer_inputs(L)
+    return dict(version=version, layer=L, dtype="fp16, channels_last",
+                rows=cudnn_engines.engines(X, W, L["padding"], L["stride"], half=True, repeat=repeat))
+
+
 def measure_precision(repeat: int = 20) -> list[dict]:
     """One GEMM (4096³) and the 16.3 conv in fp32, TF32, fp16, bf16: time and error vs float64."""
     torch, F = _torch()
@@ -194,11 +208,16 @@ def measure(repeat: int = 20, progress=print) -> dict:
     tc = measure_tensor_cores(repeat)
     progress("auto-tuner ...")
     tuned = measure_autotune(repeat=max(5, repeat // 2))
+    progress("cuDNN's own plans ...")
+    try:
+        engines = measure_cudnn_engines(max(5, repeat // 2))
+    except Exception as e:  # the frontend's API moves between versions: report, do not lose the rest
+        engines = dict(version=cudnn_engines.available(), rows=[], note=f"listing failed: {e}")
     progress("precision ...")
     prec = measure_precision(repeat)
     return dict(device=gpulib.env.device_name(), date=datetime.date.today().isoformat(),
                 timing="median of CUDA events, L2 flushed", repeat=repeat,
-                tensor_cores=tc, autotune=tuned, precision=prec)
+                tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec)
 
 
 def load(path=RESULTS) -> dict:
@@ -210,23 +229,120 @@ def save(results: dict, path=RESULTS) -> None:
     direct_bench.save(results, path)
 
 
-def table(results: dict) -> str:
-    """All three parts as text."""
+PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision")
+
+
+def table(results: dict, parts=PARTS) -> str:
+    """The results as text: every part, or those named in ``parts``."""
+    lines = [f"{results['device']}, {results['date']}, {results['timing']}"]
     tc = results["tensor_cores"]
-    lines = [f"{results['device']}, {results['date']}, {results['timing']}",
-             f"Tensor cores: GEMM {tc['gemm']['size']}^3 fp16 -> fp32"]
-    for r in tc["gemm"]["rows"]:
-        lines.append(f"  {r['name']:<52} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
-                     f"{r['fraction_of_cublas']:6.1%} of cuBLAS  rel err {r['rel_err']:.1e}")
-    lines.append("Tensor cores: conv (16.3 layer) in fp16")
-    for r in tc["conv"]["rows"]:
-        lines.append(f"  {r['name']:<52} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
-                     f"{r['fraction_of_cudnn']:6.1%} of cuDNN  rel err {r['rel_err']:.1e}")
-    for layer in results["autotune"]:
-        lines.append(f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), "
-                     f"cuDNN fp32 {layer['cudnn_fp32_ms']:.3f} ms")
-        lines += ["  " + line for line in autotune.table([autotune.Result(**r) for r in layer["ranking"]]).splitlines()]
-    lines.append("Precision (PyTorch): time and max error / max |exact|")
-    for r in results["precision"]:
-        lines.append(f"  {r['op']:<24} {r['format']:<5} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s  err {r['rel_err']:.1e}")
+    if "tensor_cores" in parts:
+        lines.append(f"Tensor cores: GEMM {tc['gemm']['size']}^3 fp16 -> fp32")
+        for r in tc["gemm"]["rows"]:
+            lines.append(f"  {r['name']:<54} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
+                         f"{r['fraction_of_cublas']:6.1%} of cuBLAS  rel err {r['rel_err']:.1e}")
+        lines.append("Tensor cores: conv (16.3 layer) in fp16")
+        for r in tc["conv"]["rows"]:
+            lines.append(f"  {r['name']:<54} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
+                         f"{r['fraction_of_cudnn']:6.1%} of cuDNN  rel err {r['rel_err']:.1e}")
+    if "autotune" in parts:
+        for layer in results["autotune"]:
+            lines.append(f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), "
+                         f"cuDNN fp32 {layer['cudnn_fp32_ms']:.3f} ms")
+            ranking = [autotune.Result(**r) for r in layer["ranking"]]
+            lines += ["  " + line for line in autotune.table(ranking).splitlines()]
+    engines = results.get("cudnn_engines", {})
+    if "cudnn_engines" in parts and engines.get("rows"):
+        lines.append(f"cuDNN {engines['version']} frontend: its own plans for the 16.3 layer ({engines['dtype']})")
+        lines.append(cudnn_engines.table(engines["rows"]))
+    elif "cudnn_engines" in parts and engines:
+        lines.append(f"cuDNN's own plans: {engines['note']}")
+    if "precision" in parts:
+        lines.append("Precision (PyTorch): time and max error / max |exact|")
+        for r in results["precision"]:
+            lines.append(f"  {r['op']:<24} {r['format']:<5} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s  "
+                         f"err {r['rel_err']:.1e}")
     return "\n".join(lines)
+
+
+def _short(name: str) -> str:
+    return (name.replace("gpulib ", "").replace(" (torch, channels_last, benchmark=True)", " (torch)")
+            .replace(" (CuPy)", "").replace("tensor-core ", "TC "))
+
+
+def plot_tensor_cores(results: dict):
+    """Left: the tensor-core GEMM ladder against cuBLAS fp16 (TFLOP/s); middle: the 16.3 layer in
+    fp16, gpulib's conv against cuDNN (and cuDNN's fastest own plan, if listed); right: time
+    against error for fp32 / TF32 / fp16 / bf16 through PyTorch."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    tc = results["tensor_cores"]
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), gridspec_kw=dict(width_ratios=[1, 1, 1.1]))
+    gemm_rows = tc["gemm"]["rows"]
+    conv_rows = [dict(r) for r in tc["conv"]["rows"]]
+    engines = results.get("cudnn_engines", {}).get("rows", [])
+    timed = [r for r in engines if r["ms"] is not None]
+    if timed:  # cuDNN's fastest plan through the frontend: the convolution alone, no bias
+        best = min(timed, key=lambda r: r["ms"])
+        conv_rows.append(dict(name=f"cuDNN best plan ({best['name'].split('_')[0]}, no bias)", ms=best["ms"],
+                              tflops=direct_bench.flop(tc["conv"]["layer"]) / best["ms"] / 1e9))
+    for ax, rows, ref_name, title in ((axes[0], gemm_rows, "cuBLAS", f"GEMM {tc['gemm']['size']}x{tc['gemm']['size']}x{tc['gemm']['size']}, fp16 in, fp32 sums"),
+                                      (axes[1], conv_rows, "cuDNN", "conv 3x3, N=32 C=64 56x56 K=64, fp16")):
+        lib = [r for r in rows if r["name"].startswith(ref_name)][0]
+        colours = ["tab:green" if r["name"].startswith(ref_name) else "tab:blue" for r in rows]
+        ax.barh([_short(r["name"]) for r in rows], [r["tflops"] for r in rows], color=colours)
+        for i, r in enumerate(rows):
+            ax.text(r["tflops"] * 1.02, i, f"{r['ms']:.3f} ms, {_short(lib['name'])}의 {lib['ms'] / r['ms']:.0%} 속도",
+                    va="center", fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, max(r["tflops"] for r in rows) * 1.45)
+        ax.set_xlabel("TFLOP/s (길수록 빠름)")
+        ax.set_title(title, fontsize=10)
+        ax.tick_params(axis="y", labelsize=8)
+    ax = axes[2]
+    marker = {"GEMM": "o", "conv": "s"}
+    colour = dict(fp32="tab:gray", tf32="tab:orange", fp16="tab:blue", bf16="tab:purple")
+    for r in results["precision"]:
+        kind = r["op"].split()[0]
+        ax.scatter(r["ms"], r["rel_err"], marker=marker[kind], color=colour[r["format"]], s=60)
+        ax.annotate(f"{kind} {r['format']}", (r["ms"], r["rel_err"]), textcoords="offset points", xytext=(5, 3),
+                    fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis, fmt in ((ax.xaxis, "{:g}"), (ax.yaxis, "{:.0e}")):
+        axis.set_major_formatter(FuncFormatter(lambda v, _, fmt=fmt: fmt.format(v)))
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("시간 (ms, 로그)")
+    ax.set_ylabel("최대 오차 / 최대 |정확한 값|")
+    ax.set_title("정밀도: 시간과 오차 (PyTorch, GEMM 4096과 16.3 레이어)", fontsize=10)
+    ax.grid(alpha=0.3)
+    fig.suptitle(f"{results['device']}, {results['date']}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_autotune(results: dict):
+    """One panel per layer: every algorithm that passed its check, time in ms (the pick in
+    orange), with cuDNN fp32 for the same layer as a green line."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    layers = results["autotune"]
+    fig, axes = plt.subplots(1, len(layers), figsize=(4.2 * len(layers), 3.8))
+    for ax, layer in zip(axes, layers):
+        ok = [r for r in layer["ranking"] if r["status"] == "ok" and r["ms"] is not None]
+        ax.barh([r["name"] for r in ok], [r["ms"] for r in ok],
+                color=["tab:orange" if i == 0 else "tab:blue" for i in range(len(ok))])
+        ax.axvline(layer["cudnn_fp32_ms"], color="tab:green", lw=2, label=f"cuDNN fp32 {layer['cudnn_fp32_ms']:.3f} ms")
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(layer["title"], fontsize=9)
+        ax.set_xlabel("ms (로그)")
+        ax.tick_params(axis="y", labelsize=8)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(f"자동 튜너의 순위 (주황: 고른 것) - {results['device']}, {results['date']}", fontsize=11)
+    fig.tight_layout()
+    return fig

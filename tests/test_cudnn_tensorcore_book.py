@@ -1,0 +1,77 @@
+"""16.5's stored GPU results (benchmarks/results/cudnn_tensorcore.json) and what the notebook
+draws from them without a GPU: every part present and checked, the auto-tuner's stored
+rankings consistent with their own times, the tables and plots."""
+
+import matplotlib.pyplot as plt
+import pytest
+
+import gpulib
+from gpulib.conv import cudnn_engines
+from gpulib.tensorcore import bench
+
+
+@pytest.fixture(scope="module")
+def stored():
+    return bench.load()
+
+
+def test_stored_results_hold_every_part_and_every_row_was_checked(stored):
+    assert stored["device"] and stored["date"]
+    gemm = [r["name"] for r in stored["tensor_cores"]["gemm"]["rows"]]
+    assert [f"gpulib tensor-core GEMM {v}" for v in ("v1", "v2", "v3", "v4")] == gemm[:4]
+    assert gemm[-1].startswith("cuBLAS fp16")
+    conv = [r["name"] for r in stored["tensor_cores"]["conv"]["rows"]]
+    assert conv[0].startswith("gpulib tensor-core conv v1") and conv[1].startswith("gpulib tensor-core conv v2")
+    assert conv[-1].startswith("cuDNN fp16")
+    for row in stored["tensor_cores"]["gemm"]["rows"] + stored["tensor_cores"]["conv"]["rows"]:
+        assert row["ms"] > 0 and row["rel_err"] < 1e-3  # fp16 operands, fp32 sums
+    formats = {(r["op"].split()[0], r["format"]) for r in stored["precision"]}
+    assert formats == {(op, f) for op in ("GEMM", "conv") for f in ("fp32", "tf32", "fp16", "bf16")}
+
+
+def test_stored_auto_tuner_rankings_are_consistent_and_pick_a_checked_algorithm(stored):
+    assert [layer["title"] for layer in stored["autotune"]] == list(bench.LAYERS)
+    for layer in stored["autotune"]:
+        ranking = layer["ranking"]
+        assert ranking[0]["status"] == "ok" and ranking[0]["ms"] is not None  # the pick passed its check
+        ok_times = [r["ms"] for r in ranking if r["status"] == "ok"]
+        assert ok_times == sorted(ok_times)
+        statuses = [r["status"] for r in ranking]
+        assert statuses == sorted(statuses, key=["ok", "failed check", "not supported"].index)
+        winograd = [r for r in ranking if r["cudnn"].startswith("WINOGRAD")]
+        supported = layer["layer"]["R"] == layer["layer"]["S"] == 3 and layer["layer"]["stride"] == 1
+        assert all((r["status"] != "not supported") == supported for r in winograd)
+
+
+def test_stored_cudnn_plans_were_checked_and_sorted(stored):
+    engines = stored["cudnn_engines"]
+    if not engines["rows"]:
+        assert "not installed" in engines["note"] or "failed" in engines["note"]
+        return
+    times = [r["ms"] for r in engines["rows"] if r["ms"] is not None]
+    assert times == sorted(times) and len(times) > 1
+    assert all(r["rel_err"] < 2e-3 for r in engines["rows"] if r["ms"] is not None)
+    assert "plan (cuDNN engine and knobs)" in cudnn_engines.table(engines["rows"])
+
+
+def test_table_parts_and_plots(stored):
+    whole = bench.table(stored)
+    for part, marker in (("tensor_cores", "Tensor cores: GEMM"), ("autotune", "Auto-tuner:"),
+                         ("precision", "Precision (PyTorch)")):
+        only = bench.table(stored, parts=[part])
+        assert marker in only and marker in whole
+        assert all(m not in only for p, m in (("tensor_cores", "Tensor cores: GEMM"), ("autotune", "Auto-tuner:"),
+                                              ("precision", "Precision (PyTorch)")) if p != part)
+    fig = bench.plot_tensor_cores(stored)
+    assert len(fig.axes) == 3
+    plt.close(fig)
+    fig = bench.plot_autotune(stored)
+    assert len(fig.axes) == len(stored["autotune"])
+    plt.close(fig)
+
+
+def test_cudnn_frontend_is_reported_missing_without_a_gpu():
+    if gpulib.on_gpu():
+        pytest.skip("on a GPU the frontend may be installed: benchmarks/cudnn_tensorcore.py lists its plans")
+    assert cudnn_engines.available() == ""
+    assert "not installed" in bench.measure_cudnn_engines()["note"]
