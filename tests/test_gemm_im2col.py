@@ -28,8 +28,9 @@ def test_gemm_matches_numpy_on_sizes_that_are_not_tile_multiples(method, M, K, N
     gpulib.validate(C, A.astype(np.float64) @ B, scale=scale, name=method)
 
 
-@pytest.mark.parametrize("shape", [gemm.kernels.V3, gemm.kernels.V3_SIM, dict(BM=64, BN=32, BK=8, TM=4, TN=2)],
-                         ids=["gpu-default", "sim-default", "rectangular"])
+@pytest.mark.parametrize("shape", [gemm.kernels.V3, gemm.kernels.V3_SMALL, gemm.kernels.V3_SIM,
+                                   dict(BM=64, BN=32, BK=8, TM=4, TN=2)],
+                         ids=["gpu-default", "gpu-few-rows", "sim-default", "rectangular"])
 def test_gemm_v3_tile_shapes_on_a_ragged_product(shape, rng):
     # 130 x 70 x 21: one full 128-row tile plus 2 rows, and K not a multiple of BK
     A = rng.standard_normal((130, 21)).astype(np.float32)
@@ -164,3 +165,12 @@ def test_sgemm_stand_in_follows_column_major_semantics(rng):
     np.testing.assert_allclose(c2.reshape(2, 3).T, A @ B, rtol=1e-5)
     with pytest.raises(ValueError, match="leading dimension 2 is smaller than the 3 rows"):
         sgemm("N", "N", 3, 2, 4, 1.0, a, 2, b, 4, 0.0, c, 3)
+
+
+def test_v3_picks_a_64_row_tile_for_a_product_of_at_most_64_rows():
+    from gpulib.gemm import api
+
+    if gpulib.on_simulator():
+        assert api.v3_shape(10) == api.v3_shape(1000) == gemm.kernels.V3_SIM
+    else:
+        assert api.v3_shape(64) == gemm.kernels.V3_SMALL and api.v3_shape(65) == api.v3_shape() == gemm.kernels.V3
