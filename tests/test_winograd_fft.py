@@ -72,3 +72,27 @@ def test_workspaces_grow_as_expected():
     assert winograd.workspace_bytes(1, 4, 8, 8, 2, fused=True) == 4 * 16 * 2 * 4
     assert winograd.workspace_bytes(1, 4, 8, 8, 2, fused=False) > winograd.workspace_bytes(1, 4, 8, 8, 2)
     assert fft.workspace_bytes(1, 1, 6, 6, 1) == 8 * 6 * 4 * 3
+
+
+def test_algorithm_costs_follow_the_formulas_and_the_figure_draws():
+    import matplotlib.pyplot as plt
+
+    from gpulib.conv import algorithm_figure, autotune
+
+    L = algorithm_figure.LAYER
+    rows = {r["cudnn"]: r for r in algorithm_figure.costs(L)}
+    direct = L["N"] * L["K"] * L["H"] * L["W"] * L["C"] * 9  # 'same' padding: H' = H
+    for name in ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM"):
+        assert rows[name]["multiplications"] == direct
+    assert rows["WINOGRAD"]["multiplications"] * 2.25 == direct  # 16 instead of 36 per 2x2 tile
+    assert rows["GEMM"]["extra_bytes"] > 9 * 4 * L["N"] * L["C"] * L["H"] * L["W"]  # X_col alone is 9x X
+    assert rows["IMPLICIT_GEMM"]["extra_bytes"] == 0
+    # FFT's count hardly depends on the filter size; the direct count grows as R·S
+    five = {r["cudnn"]: r for r in algorithm_figure.costs(dict(L, R=5, S=5, padding=2))}
+    assert five["GEMM"]["multiplications"] / direct == 25 / 9
+    assert five["FFT"]["multiplications"] / rows["FFT"]["multiplications"] < 1.2
+    assert five["WINOGRAD"]["multiplications"] is None and five["WINOGRAD"]["extra_bytes"] is None
+    assert [r["name"] for r in algorithm_figure.costs(L)] == [a.name for a in autotune.ALGORITHMS]
+    fig = algorithm_figure.draw()
+    assert len(fig.axes) == 8
+    plt.close(fig)

@@ -7,6 +7,8 @@
     winograd.py        16.5, Winograd F(2x2, 3x3), fused and non-fused
     fft.py             16.5, FFT convolution (FFTs from CuPy / NumPy, spectral product in Numba)
     autotune.py        16.5, check, time and rank every algorithm for a layer; cached choice
+    cudnn_engines.py   16.5, cuDNN's own plans for a layer (cuDNN frontend, when installed)
+    algorithm_figure.py  16.5, the six algorithms drawn, with their multiplications and memory
     bench.py    16.3 speed against cuDNN;  widget.py  16.3 tiling explorer
     gemm_bench.py      16.4 speed and memory;  im2col_widget.py  16.4 figure 16.2
 """

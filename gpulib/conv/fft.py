@@ -67,6 +67,16 @@ def workspace_bytes(N, C, H, W, K, padding=0) -> int:
     return 8 * Hf * (Wf // 2 + 1) * (N * C + K * C + N * K)
 
 
+def multiplications(N, C, H, W, K, padding=0) -> int:
+    """Real multiplications, roughly: the channel-summed complex products (4 real ones each) on
+    the rfft grid, plus about Hf·Wf·log2(Hf·Wf) for each of the N·C + K·C + N·K transforms (a
+    radix-2 estimate; cuFFT's own count differs). The filter size R×S does not appear."""
+    Hf, Wf = grid_size(H, W, padding)
+    products = 4 * N * K * C * Hf * (Wf // 2 + 1)
+    transforms = (N * C + K * C + N * K) * Hf * Wf * np.log2(Hf * Wf)
+    return int(products + transforms)
+
+
 def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, out=None):
     """Y = conv(X, W) + b through FFTs of the zero-padded input and filters."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)

@@ -1,9 +1,13 @@
 """16.5: tensor cores from Numba.
 
-    wmma.py   the warp-level 16x16x16 fp16 → fp32 multiply-accumulate (inline PTX on a GPU,
-              the same arithmetic emulated on the simulator)
+    wmma.py   the warp-level 16x16x16 fp16 → fp32 multiply-accumulate, fragment loads from
+              global or shared memory, and cp.async copies (inline PTX on a GPU, the same
+              arithmetic emulated on the simulator)
     gemm.py   GEMM on the tensor cores: v1 one warp per 16x16 tile from global memory,
               v2 4 warps per 64x64 block tile staged in shared memory, v3 8 warps per
-              128x128x32 tile staged with 16-byte vector copies
-    conv.py   implicit-GEMM convolution on the tensor cores (fp16 in, fp32 out)
+              128x128x32 tile staged with 16-byte vector copies, v4 = v3 with two tile pairs
+              filled by asynchronous copies
+    conv.py   implicit-GEMM convolution on the tensor cores (fp16 in, fp32 out): v1 NCHW,
+              v2 NHWC with 16-byte asynchronous gathers
+    bench.py  16.5 speed: tensor cores, the auto-tuner, cuDNN's own plans, precision
 """

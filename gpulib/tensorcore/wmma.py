@@ -154,44 +154,48 @@ if ON_GPU:
     async_wait_one = cuda.declare_device("gpulib_cp_async_wait1", types.int32())
 
     @cuda.jit(device=True)
+    def _ld(array, size):
+        """The leading dimension (values from one row to the next) that wmma.load/store take."""
+        return array.strides[0] // size
+
+    @cuda.jit(device=True)
+    def _at(array, row, col, size):
+        """The address of array[row, col] in a 2-D array of ``size``-byte values, rows contiguous."""
+        return array.ctypes.data + size * (row * _ld(array, size) + col)
+
+    @cuda.jit(device=True)
     def copy8_async(dst, dst_row, dst_col, src, src_row, src_col, valid):
         """Start copying src[src_row, src_col:+8] to the shared dst[dst_row, dst_col:+8] (fp16, 16
         bytes) without waiting; if not ``valid`` write 8 zeros instead (src is then not read)."""
         if valid:
-            _cp_async16(dst.ctypes.data + 2 * (dst_row * (dst.strides[0] // 2) + dst_col),
-                        src.ctypes.data + 2 * (src_row * (src.strides[0] // 2) + src_col), 16)
+            _cp_async16(_at(dst, dst_row, dst_col, 2), _at(src, src_row, src_col, 2), 16)
         else:
-            _cp_async16(dst.ctypes.data + 2 * (dst_row * (dst.strides[0] // 2) + dst_col), src.ctypes.data, 0)
+            _cp_async16(_at(dst, dst_row, dst_col, 2), src.ctypes.data, 0)
 
     @cuda.jit(device=True)
     def load_a_shared(frag, A, row, col):
         """load_a for a tile in shared memory (shared-memory load instructions)."""
-        ld = A.strides[0] // 2
-        _load_a_shared(frag.ctypes.data, A.ctypes.data + 2 * (row * ld + col), ld)
+        _load_a_shared(frag.ctypes.data, _at(A, row, col, 2), _ld(A, 2))
 
     @cuda.jit(device=True)
     def load_b_shared(frag, B, row, col):
         """load_b for a tile in shared memory."""
-        ld = B.strides[0] // 2
-        _load_b_shared(frag.ctypes.data, B.ctypes.data + 2 * (row * ld + col), ld)
+        _load_b_shared(frag.ctypes.data, _at(B, row, col, 2), _ld(B, 2))
 
     @cuda.jit(device=True)
     def copy8(dst, dst_row, dst_col, src, src_row, src_col):
         """dst[dst_row, dst_col:+8] = src[src_row, src_col:+8] (fp16) as one 16-byte vector copy."""
-        _copy16(dst.ctypes.data + 2 * (dst_row * (dst.strides[0] // 2) + dst_col),
-                src.ctypes.data + 2 * (src_row * (src.strides[0] // 2) + src_col))
+        _copy16(_at(dst, dst_row, dst_col, 2), _at(src, src_row, src_col, 2))
 
     @cuda.jit(device=True)
     def load_a(frag, A, row, col):
         """This thread's share of the 16x16 fp16 tile A[row:row+16, col:col+16] (row-major)."""
-        ld = A.strides[0] // 2
-        _load_a(frag.ctypes.data, A.ctypes.data + 2 * (row * ld + col), ld)
+        _load_a(frag.ctypes.data, _at(A, row, col, 2), _ld(A, 2))
 
     @cuda.jit(device=True)
     def load_b(frag, B, row, col):
         """This thread's share of the 16x16 fp16 tile B[row:row+16, col:col+16] (row-major)."""
-        ld = B.strides[0] // 2
-        _load_b(frag.ctypes.data, B.ctypes.data + 2 * (row * ld + col), ld)
+        _load_b(frag.ctypes.data, _at(B, row, col, 2), _ld(B, 2))
 
     @cuda.jit(device=True)
     def mma(acc, a, b):
@@ -201,14 +205,12 @@ if ON_GPU:
     @cuda.jit(device=True)
     def load_c(acc, C, row, col):
         """acc = C[row:row+16, col:col+16] (fp32, row-major): start from C instead of zeros."""
-        ld = C.strides[0] // 4
-        _load_c(acc.ctypes.data, C.ctypes.data + 4 * (row * ld + col), ld)
+        _load_c(acc.ctypes.data, _at(C, row, col, 4), _ld(C, 4))
 
     @cuda.jit(device=True)
     def store(C, row, col, acc):
         """C[row:row+16, col:col+16] = acc, fp32, row-major."""
-        ld = C.strides[0] // 4
-        _store(C.ctypes.data + 4 * (row * ld + col), acc.ctypes.data, ld)
+        _store(_at(C, row, col, 4), acc.ctypes.data, _ld(C, 4))
 
     @cuda.jit(device=True)
     def fill(acc, value):
