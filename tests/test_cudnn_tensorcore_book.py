@@ -62,6 +62,8 @@ def test_table_parts_and_plots(stored):
         assert marker in only and marker in whole
         assert all(m not in only for p, m in (("tensor_cores", "Tensor cores: GEMM"), ("autotune", "Auto-tuner:"),
                                               ("precision", "Precision (PyTorch)")) if p != part)
+    tuned = bench.table(stored, parts=["autotune"])  # each layer: every algorithm, the pick, and cuDNN
+    assert tuned.count("<- the auto-tuner's pick") == tuned.count("cuDNN fp32 (torch") == len(stored["autotune"])
     fig = bench.plot_tensor_cores(stored)
     assert len(fig.axes) == 3
     plt.close(fig)

@@ -250,7 +250,12 @@ def table(results: dict, parts=PARTS) -> str:
             lines.append(f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), "
                          f"cuDNN fp32 {layer['cudnn_fp32_ms']:.3f} ms")
             ranking = [autotune.Result(**r) for r in layer["ranking"]]
-            lines += ["  " + line for line in autotune.table(ranking).splitlines()]
+            rows = autotune.table(ranking).splitlines()
+            if ranking and ranking[0].status == "ok":
+                rows[1] += "  <- the auto-tuner's pick"
+            rows.append(f"{'-':>4} {'cuDNN fp32 (torch, benchmark=True)':<47} {'library':<14} "
+                        f"{layer['cudnn_fp32_ms']:8.3f}")
+            lines += ["  " + line for line in rows]
     engines = results.get("cudnn_engines", {})
     if "cudnn_engines" in parts and engines.get("rows"):
         lines.append(f"cuDNN {engines['version']} frontend: its own plans for the 16.3 layer ({engines['dtype']})")
