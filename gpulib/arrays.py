@@ -64,6 +64,15 @@ def to_device(a):
     return a if is_device_array(a) else cuda.to_device(a)
 
 
+def to_host(a) -> np.ndarray:
+    """``a`` as a NumPy array: Numba device arrays and CuPy arrays are copied back."""
+    if hasattr(a, "copy_to_host"):
+        return a.copy_to_host()
+    if hasattr(a, "get"):  # CuPy
+        return a.get()
+    return np.asarray(a)
+
+
 def output(out, shape, name: str = "out", dtype=np.float32):
     """The output array: ``out`` checked against ``shape``, or a fresh device array."""
     if out is None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpulib.arrays import to_host
+
 # A NaN with a payload that arithmetic does not produce (computed NaNs are canonical), so an
 # element that still carries it was never written.
 _POISON_BITS = {
@@ -67,14 +69,6 @@ def poisoned(shape, dtype=np.float32, device: bool = True):
     return cuda.to_device(host)
 
 
-def _to_host(a) -> np.ndarray:
-    if hasattr(a, "copy_to_host"):
-        return a.copy_to_host()
-    if hasattr(a, "get"):  # CuPy
-        return a.get()
-    return np.asarray(a)
-
-
 @dataclass
 class Validation:
     """What ``validate`` found: the worst error relative to the reference's largest value."""
@@ -103,7 +97,7 @@ def validate(out, ref, rtol: float | None = None, name: str = "output",
     Every element must have been written (no poison left) and be finite where the reference
     is finite.
     """
-    got = _to_host(out)
+    got = to_host(out)
     want = np.asarray(ref, dtype=np.float64)
     if got.shape != want.shape:
         raise ValidationError(f"{name}: shape {got.shape}, reference has {want.shape}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import gpulib
-from gpulib.arrays import blocks, output, require, to_device, transposed
+from gpulib.arrays import blocks, output, require, to_device, to_host, transposed
 from gpulib.gemm import kernels as K
 
 METHODS = ("v1", "v2", "v3", "library")
@@ -30,8 +30,7 @@ def _library(A, B, C):
         # cuBLAS is column-major, CuPy passes the operands so that the row-major product comes out
         cupy.matmul(cupy.asarray(A), cupy.asarray(B), out=cupy.asarray(C))
     else:
-        host = lambda a: a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)  # noqa: E731
-        C.copy_to_device(np.matmul(host(A), host(B)).astype(np.float32))
+        C.copy_to_device(np.matmul(to_host(A), to_host(B)).astype(np.float32))
     return C
 
 

@@ -68,13 +68,9 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     flop = 2.0 * S**3
     dA, dB = cuda.to_device(A), cuda.to_device(B)
     gemm_rows = []
-    big = (S // TG.V3_BN, S // TG.V3_BM), TG.V3_THREADS
-    for version, kernel, (grid, block) in (
-            ("v1", TG.tc_gemm_v1_kernel, ((S // 16, S // 16 // TG.WARPS), (32, TG.WARPS))),
-            ("v2", TG.tc_gemm_v2_kernel, ((S // TG.BN, S // TG.BM), TG.V2_THREADS)),
-            ("v3", TG.tc_gemm_v3_kernel, big), ("v4", TG.tc_gemm_v4_kernel, big)):
+    for version in TG.VERSIONS:
         C = gpulib.poisoned((S, S))  # any element left unwritten fails the check
-        run = lambda: kernel[grid, block](dA, dB, C)  # noqa: E731
+        run = lambda: TG.launch(version, dA, dB, C)  # noqa: E731
         run()
         check = gpulib.validate(C, want, scale=scale, name=f"tensor-core GEMM {version}")
         t = gpulib.benchmark(run, repeat=repeat, label=version)
@@ -99,8 +95,7 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     db = cuda.to_device(b)
     table = cuda.to_device(row_table(L["C"], L["R"], L["S"]))
     Y = gpulib.poisoned(want.shape)
-    grid = ((L["N"] * want.shape[2] * want.shape[3] + TC.BN - 1) // TC.BN, (L["K"] + TC.BM - 1) // TC.BM)
-    run = lambda: TC.tc_conv_kernel[grid, TC.THREADS](X16, W16, db, Y, L["padding"], L["stride"], table)  # noqa: E731
+    run = lambda: TC.launch_nchw(X16, W16, db, Y, L["padding"], L["stride"], table)  # noqa: E731
     run()
     check = gpulib.validate(Y, want, scale=scale, name="tensor-core conv v1")
     t = gpulib.benchmark(run, repeat=repeat, label="tc conv v1")
@@ -129,17 +124,13 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     return dict(gemm=dict(size=S, rows=gemm_rows), conv=dict(layer=L, rows=conv_rows))
 
 
-def _layer_arrays(L, seed=0):
-    return direct_bench.layer_inputs(L, seed)
-
-
 def measure_autotune(layers=LAYERS, repeat: int = 10) -> list[dict]:
     """The auto-tuner's ranking for each layer, next to cuDNN fp32 for the same layer."""
     torch, F = _torch()
     timer = lambda fn, label: gpulib.benchmark(fn, repeat=repeat, label=label).median_ms  # noqa: E731
     out = []
     for title, L in layers.items():
-        X, W, b = _layer_arrays(L)
+        X, W, b = direct_bench.layer_inputs(L)
         want, _ = direct_bench._reference(X, W, b, L)
         scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
         ranking = autotune.find_algorithms(X, W, b, L["padding"], L["stride"], timer=timer, reference=want,

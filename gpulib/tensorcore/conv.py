@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, types
 
-from gpulib.arrays import blocks, output, to_device
+from gpulib import reference as ref
+from gpulib.arrays import blocks, output, to_device, to_host
 from gpulib.conv.direct import check_conv_inputs
 from gpulib.conv.implicit_gemm import row_table
 from gpulib.tensorcore import wmma
@@ -154,37 +155,36 @@ def tc_conv_nhwc_kernel(X, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride):
     warp_store(Y, acc, row0 + wy, col0 + wx, 4, 2)
 
 
-def _host(a):
-    return a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
-
-
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
 def nhwc_operands(X, W, b=None):
     """Version 2's operands from NCHW X [N, C, H, W] and W [K, C, R, S]: X as [N·H·W, C8] fp16,
     W as [R·S·C8, K16] fp16 (C padded to a multiple of 8, K to 16, with zeros) and the bias
     repeated in 16 rows [16, K rounded up to 64], fp32. On the device."""
-    X, W = _host(X), _host(W)
+    X, W = to_host(X), to_host(W)
     N, C, H, Wd = X.shape
     K, _, R, S = W.shape
-    C8, K16 = _round_up(C, 8), _round_up(K, 16)
+    C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
     Xn = np.zeros((N, H, Wd, C8), np.float16)
     Xn[..., :C] = X.transpose(0, 2, 3, 1)
     Wt = np.zeros((R, S, C8, K16), np.float16)
     Wt[:, :, :C, :K] = W.transpose(2, 3, 1, 0)
-    bias_rows = np.zeros((16, _round_up(K, 64)), np.float32)
+    bias_rows = np.zeros((16, blocks(K, 64) * 64), np.float32)
     if b is not None:
-        bias_rows[:, :K] = _host(b)
+        bias_rows[:, :K] = to_host(b)
     return to_device(Xn.reshape(N * H * Wd, C8)), to_device(Wt.reshape(R * S * C8, K16)), to_device(bias_rows)
+
+
+def launch_nchw(X16, W16, bias, Y, padding: int, stride: int, table):
+    """Version 1 on device operands: X16 [N, C, H, W] and W16 [K, C·R·S] fp16, the bias, Y
+    [N, K, H', W'] fp32 and implicit GEMM's row table."""
+    N, K, Ho, Wo = Y.shape
+    tc_conv_kernel[(blocks(N * Ho * Wo, BN), blocks(K, BM)), THREADS](X16, W16, bias, Y, padding, stride, table)
 
 
 def launch_nhwc(X2, Wt, bias_rows, Y, shape, padding: int, stride: int):
     """Version 2 on prepared operands (``nhwc_operands``); shape = (N, H, W, R, S)."""
     N, H, Wd, R, S = shape
-    Ho, Wo = (H + 2 * padding - R) // stride + 1, (Wd + 2 * padding - S) // stride + 1
-    rows = _round_up(N * Ho * Wo, 16)
+    Ho, Wo = ref.conv_output_size(H, R, padding, stride), ref.conv_output_size(Wd, S, padding, stride)
+    rows = blocks(N * Ho * Wo, 16) * 16
     if Y.shape[0] < rows or Y.shape[0] % 16 or Y.shape[1] != Wt.shape[1]:
         raise ValueError(f"Y must be [{rows} (N·H'·W' = {N * Ho * Wo} rounded up to 16), {Wt.shape[1]}], "
                          f"not {list(Y.shape)}: the warps store whole 16x16 tiles")
@@ -202,23 +202,19 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, out=None, version
     Y = output(out, (N, K, Ho, Wo), "out")
     if version == "v2":
         X2, Wt, bias_rows = nhwc_operands(X, W, b)
-        Yn = cuda.device_array((_round_up(N * Ho * Wo, 16), Wt.shape[1]), np.float32)
+        Yn = cuda.device_array((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]), np.float32)
         launch_nhwc(X2, Wt, bias_rows, Yn, (N, X.shape[2], X.shape[3], R, S), padding, stride)
         Y.copy_to_device(np.ascontiguousarray(
             Yn.copy_to_host()[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)))
         return Y
-    X16 = to_device(np.asarray(_host(X), np.float16))
-    W16 = to_device(np.asarray(_host(W), np.float16).reshape(K, C * R * S))
+    X16 = to_device(np.asarray(to_host(X), np.float16))
+    W16 = to_device(np.asarray(to_host(W), np.float16).reshape(K, C * R * S))
     bias = to_device(np.zeros(K, np.float32) if b is None else b)
-    table = to_device(row_table(C, R, S))
-    grid = (blocks(N * Ho * Wo, BN), blocks(K, BM))
-    tc_conv_kernel[grid, THREADS](X16, W16, bias, Y, padding, stride, table)
+    launch_nchw(X16, W16, bias, Y, padding, stride, to_device(row_table(C, R, S)))
     return Y
 
 
 def reference(X, W, b=None, padding: int = 0, stride: int = 1) -> np.ndarray:
     """What the tensor cores compute, in float64: the fp16-rounded X and W convolved exactly."""
-    from gpulib import reference as ref
-
     as16 = lambda a: np.asarray(a, np.float16).astype(np.float64)  # noqa: E731
     return ref.conv2d(as16(X), as16(W), b, padding, stride)

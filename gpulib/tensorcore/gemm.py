@@ -205,10 +205,22 @@ def tc_gemm_v4_kernel(A, B, C):
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
-    rows, cols = (-(-n // TILE) * TILE for n in a.shape)
+    rows, cols = (blocks(n, TILE) * TILE for n in a.shape)
     out = np.zeros((rows, cols), np.float16)
     out[:a.shape[0], :a.shape[1]] = a
     return out
+
+
+def launch(version: str, A16, B16, C):
+    """Launch GEMM ``version`` on device operands whose sizes are multiples of 16."""
+    M, N = C.shape
+    if version == "v1":
+        tc_gemm_v1_kernel[(N // TILE, blocks(M // TILE, WARPS)), (32, WARPS)](A16, B16, C)
+    elif version == "v2":
+        tc_gemm_v2_kernel[(blocks(N, BN), blocks(M, BM)), V2_THREADS](A16, B16, C)
+    else:
+        kernel = tc_gemm_v3_kernel if version == "v3" else tc_gemm_v4_kernel
+        kernel[(blocks(N, V3_BN), blocks(M, V3_BM)), V3_THREADS](A16, B16, C)
 
 
 def matmul_tc(A, B, version: str = "v2") -> np.ndarray:
@@ -221,15 +233,8 @@ def matmul_tc(A, B, version: str = "v2") -> np.ndarray:
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"inner dimensions do not match: A is {tuple(A.shape)} and B is {tuple(B.shape)}")
     A16, B16 = _padded(np.asarray(A, np.float16)), _padded(np.asarray(B, np.float16))
-    M, N = A16.shape[0], B16.shape[1]
-    C = cuda.device_array((M, N), np.float32)
-    if version == "v1":
-        tc_gemm_v1_kernel[(N // TILE, blocks(M // TILE, WARPS)), (32, WARPS)](to_device(A16), to_device(B16), C)
-    elif version == "v2":
-        tc_gemm_v2_kernel[(blocks(N, BN), blocks(M, BM)), V2_THREADS](to_device(A16), to_device(B16), C)
-    else:
-        kernel = tc_gemm_v3_kernel if version == "v3" else tc_gemm_v4_kernel
-        kernel[(blocks(N, V3_BN), blocks(M, V3_BM)), V3_THREADS](to_device(A16), to_device(B16), C)
+    C = cuda.device_array((A16.shape[0], B16.shape[1]), np.float32)
+    launch(version, to_device(A16), to_device(B16), C)
     return C.copy_to_host()[:A.shape[0], :B.shape[1]]
 
 
