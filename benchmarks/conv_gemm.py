@@ -5,14 +5,14 @@ as implicit GEMM against cuDNN, and the memory im2col costs; in one run.
 
 Every row is checked against a float64 reference before it is timed (median of CUDA events,
 L2 flushed). cuBLAS runs through CuPy (TF32 off, CuPy's default), cuDNN through PyTorch with
-cudnn.benchmark = True and TF32 off. The work is in gpulib/conv/gemm_bench.py. Needs a GPU.
+cudnn.benchmark = True and TF32 off. The work is in gpulib/bench/conv_gemm.py. Needs a GPU.
 """
 
 import sys
 
 from _cli import main
 
-from gpulib.conv import gemm_bench
+from gpulib.bench import conv_gemm as bench
 
 if __name__ == "__main__":
-    sys.exit(main(gemm_bench, __doc__.splitlines()[0]))
+    sys.exit(main(bench, __doc__.splitlines()[0]))

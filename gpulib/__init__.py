@@ -1,39 +1,39 @@
-"""gpulib: the kernels, references, checks, timing and widgets of the book "딥러닝과 CUDA".
+"""gpulib: the kernels, references, checks, timing and figures of the book "딥러닝과 CUDA".
 
 Import it first, before ``numba.cuda``: it picks the real GPU when there is one and Numba's
 CUDA simulator when there is not (``GPULIB_BACKEND=gpu|sim`` overrides), and every notebook
 runs the same kernels on either. ``gpulib.report()`` says which backend was chosen and why.
 
-Where things live (one folder per section of the chapter):
-    gpulib/reference.py   float64 NumPy reference of every operation (the "trusted library")
-    gpulib/check.py       poisoned outputs and ``validate`` against a reference
-    gpulib/timing.py      CUDA-event timing (median of many runs)
-    gpulib/source.py      ``show``: print the real source of any gpulib kernel
-    gpulib/data.py        the digits data set and an MNIST IDX reader
-    gpulib/plotting.py    matplotlib set-up (a Korean font)
+Where things live (a folder per section of the chapter, then one per kind of tool):
     gpulib/mlp/           16.1: dense layers, backpropagation and training as Numba kernels
     gpulib/cnn/           16.2: convolution backward, ReLU, pooling, a small CNN
-    gpulib/conv/          16.3-16.5: direct, im2col, implicit GEMM, Winograd, FFT, auto-tuner
+    gpulib/conv/          16.3-16.5: the convolution kernels (direct, im2col, implicit GEMM,
+                          Winograd, FFT), their shape rules, the algorithm registry, the auto-tuner
     gpulib/gemm/          16.4: GEMM kernels (naive, shared tiles, register-blocked) and cuBLAS
-    gpulib/trace.py       16.3: memory-traffic tracer (per-thread counts, races)
     gpulib/tensorcore/    16.5: WMMA from Numba (inline PTX / emulation), tensor-core GEMM and conv
     gpulib/precision.py   16.5: fp32 / tf32 / fp16 / bf16 emulated, loss scaling
+    gpulib/bench/         measuring: the benchmark layers, checked timing rows, one module per
+                          script in benchmarks/
+    gpulib/figures/       drawing: the notebooks' explorers (widgets) and figures
+    gpulib/reference.py   float64 NumPy reference of every operation (the "trusted library")
+    gpulib/check.py       poisoned outputs and ``validate`` against a reference
+    gpulib/trace.py       16.3: memory-traffic tracer (per-thread counts, races)
+    gpulib/timing.py      CUDA-event timing (median of many runs)
+    gpulib/env.py         the backend choice and report, ``sized``
+    gpulib/arrays.py      input checks and device transfers of every wrapper
+    gpulib/source.py      ``show``: print the real source of any gpulib kernel
+    gpulib/data.py        the digits data set and an MNIST IDX reader
 """
 
-from gpulib import _backend
+from gpulib.env import BACKEND, BACKEND_CHOICE, cuda, on_gpu, on_simulator, report, setup_book, sized
 
-BACKEND_CHOICE = _backend.choose()
-BACKEND = BACKEND_CHOICE.name  # "gpu" or "sim"; fixed for the life of the process
-
-from numba import cuda  # noqa: E402  (must come after the choice above)
-
-from gpulib.check import ValidationError, poisoned, validate  # noqa: E402
-from gpulib.source import show  # noqa: E402
-from gpulib.timing import benchmark  # noqa: E402
-from gpulib.env import on_gpu, on_simulator, report, setup_book, sized  # noqa: E402
+from gpulib.check import ValidationError, poisoned, validate
+from gpulib.source import show
+from gpulib.timing import benchmark
 
 __all__ = [
     "BACKEND",
+    "BACKEND_CHOICE",
     "ValidationError",
     "benchmark",
     "cuda",

@@ -85,6 +85,17 @@ def output(out, shape, name: str = "out", dtype=np.float32):
     return out
 
 
+def outputs(out, names: tuple[str, ...]) -> tuple:
+    """The output arrays of a function with several results: ``out`` is None or a tuple with
+    one entry (an array or None) per result, in the order of ``names``."""
+    if out is None:
+        return (None,) * len(names)
+    if not isinstance(out, (tuple, list)) or len(out) != len(names):
+        raise ValueError(f"out must be a tuple of {len(names)} arrays or Nones ({', '.join(names)}), "
+                         f"not {type(out).__name__}" + (f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""))
+    return tuple(out)
+
+
 def blocks(n: int, threads: int) -> int:
     """Number of blocks of ``threads`` threads that cover ``n`` items (rounded up)."""
     return (n + threads - 1) // threads

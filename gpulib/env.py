@@ -1,20 +1,31 @@
-"""What the book runs on: the backend report and the sizes that shrink on the simulator."""
+"""What the book runs on: the backend choice, its report, and the sizes that shrink on the simulator.
+
+The choice is made here, once, when this module is first imported (``gpulib/__init__.py``
+imports it before anything else): ``_backend.choose`` writes it into Numba's configuration
+before ``numba.cuda`` is imported. Every other gpulib module asks this one (``on_gpu``,
+``sized``), never the package itself.
+"""
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-import gpulib
+from gpulib import _backend
+
+BACKEND_CHOICE = _backend.choose()
+BACKEND = BACKEND_CHOICE.name  # "gpu" or "sim"; fixed for the life of the process
+
+from numba import cuda  # noqa: E402  (must come after the choice above)
 
 
 def on_gpu() -> bool:
     """True when kernels run on a real NVIDIA GPU."""
-    return gpulib.BACKEND == "gpu"
+    return BACKEND == "gpu"
 
 
 def on_simulator() -> bool:
     """True when kernels run on Numba's CUDA simulator (Python threads on the CPU)."""
-    return gpulib.BACKEND == "sim"
+    return BACKEND == "sim"
 
 
 def sized(gpu, sim):
@@ -33,20 +44,19 @@ def device_name() -> str | None:
     """The GPU's name, or None on the simulator (its device has no name)."""
     if not on_gpu():
         return None
-    name = gpulib.cuda.get_current_device().name
+    name = cuda.get_current_device().name
     return name.decode() if isinstance(name, bytes) else name
 
 
 def report() -> None:
     """Print the backend, why it was chosen, the device, and the versions that matter."""
-    choice = gpulib.BACKEND_CHOICE
     if on_gpu():
-        dev = gpulib.cuda.get_current_device()
+        dev = cuda.get_current_device()
         cc = ".".join(map(str, dev.compute_capability))
         print(f"gpulib backend: GPU - {device_name()} (compute capability {cc})")
     else:
         print("gpulib backend: simulator - Numba's CUDA simulator on the CPU")
-    print(f"  why: {choice.reason}")
+    print(f"  why: {BACKEND_CHOICE.reason}")
     print(
         f"  numba {_version('numba')}, numba-cuda {_version('numba-cuda')}, "
         f"numpy {_version('numpy')}"
@@ -57,7 +67,7 @@ def report() -> None:
 
 def setup_book() -> None:
     """The first call of every notebook: Korean labels in figures, then the backend report."""
-    from gpulib.plotting import use_korean_font
+    from gpulib.figures.style import use_korean_font
 
     if not use_korean_font():
         print("note: koreanize-matplotlib is not installed, so Korean labels in figures may not render")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulib.conv.shapes import conv_output_size
+
 ACTIVATIONS = ("identity", "relu", "sigmoid", "tanh")
 
 
@@ -160,11 +162,6 @@ def numerical_grad(f, x: np.ndarray, eps: float = 1e-6, indices=None):
 
 
 # ---------------------------------------------------------------- 16.2 / 16.3: convolution
-def conv_output_size(size: int, filter_size: int, padding: int, stride: int) -> int:
-    """H' = (H + 2·padding - R) // stride + 1 (the chapter's H - R + 1 for padding 0, stride 1)."""
-    return (size + 2 * padding - filter_size) // stride + 1
-
-
 def conv2d(X, W, b=None, padding: int = 0, stride: int = 1):
     """Y[n, k, y, x] = Σ_{c,r,s} W[k, c, r, s]·Xpad[n, c, y·stride + r, x·stride + s] + b[k].
 

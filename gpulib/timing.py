@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import gpulib
+from gpulib.env import cuda, on_simulator
 
 _FLUSH_BYTES = 256 * 2**20  # several times the largest L2 of current GPUs (H200: 60 MB)
 _flush_buffer = None
@@ -53,7 +53,6 @@ _fill_kernel = None
 def _flush_l2() -> None:
     """Overwrite a buffer larger than L2 so the next run starts with a cold cache."""
     global _flush_buffer, _fill_kernel
-    cuda = gpulib.cuda
     if _flush_buffer is None:
         _flush_buffer = cuda.device_array(_FLUSH_BYTES // 4, dtype=np.float32)
 
@@ -72,9 +71,8 @@ def benchmark(fn, *args, warmup: int = 3, repeat: int = 20, flush_l2: bool = Tru
               label: str | None = None) -> Timing:
     """Time ``fn(*args)`` (which launches GPU work) with CUDA events; median of ``repeat``."""
     label = label or getattr(fn, "__name__", "operation")
-    if gpulib.on_simulator():
+    if on_simulator():
         return Timing(label, valid=False)
-    cuda = gpulib.cuda
     for _ in range(warmup):
         fn(*args)
     cuda.synchronize()

@@ -15,6 +15,7 @@ import numpy as np
 from gpulib import reference as ref
 from gpulib.arrays import require, require_int_labels, to_device
 from gpulib.cnn import layers as L
+from gpulib.conv import algorithms
 from gpulib.mlp import layers as mlp
 
 
@@ -23,10 +24,12 @@ class SmallCNN:
 
     def __init__(self, image_shape=(1, 8, 8), channels: int = 8, classes: int = 10, seed: int = 0,
                  conv_algorithm: str = "direct"):
-        """``conv_algorithm``: how the convolution runs, one of gpulib.cnn.layers.ALGORITHMS
-        ("direct" of 16.3, or 16.4's "im2col", "implicit_gemm", "implicit_precomp_gemm")."""
-        if conv_algorithm not in L.ALGORITHMS:
-            raise ValueError(f"unknown conv_algorithm {conv_algorithm!r}; choose one of {L.ALGORITHMS}")
+        """``conv_algorithm``: how the convolution runs, a name of gpulib.conv.algorithms.ALGORITHMS
+        ("direct" of 16.3, 16.4's "gemm", "implicit_gemm", "implicit_precomp_gemm", 16.5's
+        "fft", "winograd", ...) or "auto" (the auto-tuner's pick for each batch shape)."""
+        if conv_algorithm not in algorithms.NAMES + ("auto",):
+            raise ValueError(f"unknown conv_algorithm {conv_algorithm!r}; choose one of "
+                             f"{algorithms.NAMES + ('auto',)}")
         self.conv_algorithm = conv_algorithm
         C, H, W = image_shape
         if H % 2 or W % 2:

@@ -15,8 +15,8 @@
                input for several output channels (benchmarks/conv_direct.py measures both).
 
 Layouts: X [N, C, H, W], W [K, C, R, S], b [K], Y [N, K, H', W'], all float32, C-contiguous,
-with H' = (H + 2·padding - R) // stride + 1. ``conv2d`` checks its inputs and launches one
-of them; version 2 is compiled once per (R, S, stride, channels_per_block), because shared
+with H' = (H + 2·padding - R) // stride + 1. ``conv2d_direct`` checks its inputs and launches
+one of them; version 2 is compiled once per (R, S, stride, channels_per_block), because shared
 arrays need sizes known at compile time.
 """
 
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import numpy as np
 from numba import cuda, float32
 
-from gpulib.arrays import block_edge, blocks, output, require, to_device
-from gpulib.reference import conv_output_size
+from gpulib.arrays import block_edge, blocks, output, to_device
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
+from gpulib.env import sized
 
 TILE = 16  # output tile edge of version 2 (a 16×16 thread block)
 CHANNELS_PER_BLOCK = 16  # version 2's default group (fastest measured: benchmarks/results/)
@@ -120,33 +120,18 @@ def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int, TILE: int = TILE,
 
 
 # ------------------------------------------------------------------ wrapper
-def check_conv_inputs(X, W, b, padding: int, stride: int):
-    """Validate conv2d's arguments; return the output shape. Raises ValueError naming the problem."""
-    require(X, "X", 4, layout="[N, C, H, W]")
-    require(W, "W", 4, layout="[K, C, R, S]")
-    if b is not None:
-        require(b, "b", 1, layout="[K]")
-    if int(padding) != padding or padding < 0:
-        raise ValueError(f"padding must be a non-negative integer, not {padding}")
-    if int(stride) != stride or stride < 1:
-        raise ValueError(f"stride must be a positive integer, not {stride}")
-    N, C, H, Wd = X.shape
-    K, C_w, R, S = W.shape
-    if C_w != C:
-        raise ValueError(f"channel mismatch: X has C={C} channels but W expects {C_w} (W is [K, C, R, S])")
-    if b is not None and b.shape[0] != K:
-        raise ValueError(f"b has {b.shape[0]} entries but W has K={K} filters")
-    if R > H + 2 * padding or S > Wd + 2 * padding:
-        raise ValueError(
-            f"the {R}x{S} filter is larger than the padded {H + 2 * padding}x{Wd + 2 * padding} image "
-            f"({H}x{Wd} with padding {padding})"
-        )
-    return (N, K, conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride))
+def default_version() -> str:
+    """The version a caller gets without asking: version 2 (the fastest) on a GPU, version 1 on
+    the simulator, where every barrier of version 2 costs the Python threads a rendezvous
+    (3x slower there)."""
+    return sized(gpu="v2", sim="v1")
 
 
-def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1", out=None,
-           channels_per_block: int = CHANNELS_PER_BLOCK, tile: int = TILE):
-    """Direct convolution Y = conv(X, W) + b with one of the versions above; returns Y on the device."""
+def conv2d_direct(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str | None = None,
+                  channels_per_block: int = CHANNELS_PER_BLOCK, tile: int = TILE):
+    """Direct convolution Y = conv(X, W) + b with one of the versions above (``default_version``
+    when None); returns Y on the device."""
+    version = version or default_version()
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     if int(channels_per_block) != channels_per_block or not 1 <= channels_per_block <= 32:
@@ -157,15 +142,13 @@ def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, version: str = "v1",
     N, K, Ho, Wo = shape
     R, S = W.shape[2], W.shape[3]
     Y = output(out, shape, "out")
-    X, W = to_device(X), to_device(W)
-    b = to_device(np.zeros(K, np.float32) if b is None else b)
-    grid_xy = ((Wo + tile - 1) // tile, (Ho + tile - 1) // tile)
+    X, W, b = to_device(X), to_device(W), bias_or_zeros(b, K)
     if version == "v1":
         bx, by = block_edge(Wo, TILE), block_edge(Ho, TILE)  # no idle threads on small images
         conv2d_v1_kernel[(blocks(Wo, bx), blocks(Ho, by), N * K), (bx, by)](X, W, b, Y, padding, stride)
     else:
         channels_per_block = min(int(channels_per_block), K)  # a group larger than K only idles
-        groups = (K + channels_per_block - 1) // channels_per_block
+        groups = blocks(K, channels_per_block)
         kernel = conv2d_v2_kernel(R, S, stride, channels_per_block, int(tile))
-        kernel[(*grid_xy, N * groups), (tile, tile)](X, W, b, Y, padding)
+        kernel[(blocks(Wo, tile), blocks(Ho, tile), N * groups), (tile, tile)](X, W, b, Y, padding)
     return Y

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-import gpulib
 from gpulib.arrays import output, to_device
-from gpulib.conv.direct import check_conv_inputs
+from gpulib.conv.shapes import check_conv_inputs
+from gpulib.env import on_gpu
 
 
 @cuda.jit
@@ -39,7 +39,7 @@ def spectral_product_kernel(Xf, Wf, Yf):
 
 def _array_module():
     """CuPy on a GPU (its FFTs are cuFFT), NumPy otherwise."""
-    if gpulib.on_gpu():
+    if on_gpu():
         try:
             import cupy
 
@@ -61,23 +61,28 @@ def grid_size(H, W, padding):
     return H + 2 * padding, W + 2 * padding
 
 
-def workspace_bytes(N, C, H, W, K, padding=0) -> int:
+def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """Complex64 spectra of X, W and Y on the padded grid (rfft keeps Wf//2 + 1 columns)."""
+    N, C, H, W = X_shape
+    K = W_shape[0]
     Hf, Wf = grid_size(H, W, padding)
     return 8 * Hf * (Wf // 2 + 1) * (N * C + K * C + N * K)
 
 
-def multiplications(N, C, H, W, K, padding=0) -> int:
+def multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """Real multiplications, roughly: the channel-summed complex products (4 real ones each) on
     the rfft grid, plus about Hf·Wf·log2(Hf·Wf) for each of the N·C + K·C + N·K transforms (a
-    radix-2 estimate; cuFFT's own count differs). The filter size R×S does not appear."""
+    radix-2 estimate; cuFFT's own count differs). The filter size R×S does not appear, nor the
+    stride: every position is computed and the stride keeps one in stride²."""
+    N, C, H, W = X_shape
+    K = W_shape[0]
     Hf, Wf = grid_size(H, W, padding)
     products = 4 * N * K * C * Hf * (Wf // 2 + 1)
     transforms = (N * C + K * C + N * K) * Hf * Wf * np.log2(Hf * Wf)
     return int(products + transforms)
 
 
-def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, out=None):
+def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
     """Y = conv(X, W) + b through FFTs of the zero-padded input and filters."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
     _, C, R, S = W.shape

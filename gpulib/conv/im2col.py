@@ -17,10 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from gpulib import gemm
-from gpulib.arrays import blocks, output, require, to_device
-from gpulib.conv.direct import check_conv_inputs
-from gpulib.reference import conv_output_size
+from gpulib.arrays import blocks, output, outputs, require, to_device
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
+from gpulib.gemm import matmul
 
 BLOCK = 256
 
@@ -89,8 +88,9 @@ def cols_to_nchw_kernel(Y_mat, b, Y):
         Y[n, k, p // Wo, p % Wo] = Y_mat[k, n * Ho * Wo + p] + b[k]
 
 
-def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, out=None):
+def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None):
     """X_col [C·R·S, N·H'·W'] on the device (R·S times the size of X, roughly)."""
+    require(X, "X", 4, layout="[N, C, H, W]")
     N, _, Ho, Wo = check_conv_inputs(X, np.empty((1, X.shape[1], R, S), np.float32), None, padding, stride)
     X_col = output(out, (X.shape[1] * R * S, N * Ho * Wo), "out")
     im2col_kernel[(blocks(X_col.shape[1], BLOCK), X_col.shape[0]), BLOCK](
@@ -98,7 +98,7 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, out=None):
     return X_col
 
 
-def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1, out=None):
+def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None):
     """dX [N, C, H, W] from dX_col [C·R·S, N·H'·W'] (the adjoint of im2col)."""
     N, C, H, W = input_shape
     Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
@@ -109,36 +109,41 @@ def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 
     return dX
 
 
-def conv2d_im2col(X, W, b=None, padding: int = 0, stride: int = 1, gemm_method: str = "library", out=None):
-    """Y = conv(X, W) + b as im2col, one GEMM (W_mat · X_col), and a reshape to NCHW."""
+def conv2d_im2col(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, gemm: str = "library"):
+    """Y = conv(X, W) + b as im2col, one GEMM (W_mat · X_col), and a reshape to NCHW.
+
+    ``gemm`` is the ``gpulib.gemm.matmul`` version that multiplies: "library" (cuBLAS on a GPU),
+    or the book's "v1", "v2", "v3"."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
     _, C, R, S = W.shape
+    Y = output(out, (N, K, Ho, Wo), "out")
     X_col = im2col(X, R, S, padding, stride)
     W_mat = to_device(W).reshape(K, C * R * S)
-    Y_mat = gemm.matmul(W_mat, X_col, gemm_method)
-    Y = output(out, (N, K, Ho, Wo), "out")
-    bias = to_device(np.zeros(K, np.float32) if b is None else b)
-    cols_to_nchw_kernel[blocks(Y.size, BLOCK), BLOCK](Y_mat, bias, Y)
+    Y_mat = matmul(W_mat, X_col, version=gemm)
+    cols_to_nchw_kernel[blocks(Y.size, BLOCK), BLOCK](Y_mat, bias_or_zeros(b, K), Y)
     return Y
 
 
-def conv2d_im2col_backward(X, W, dY, padding: int = 0, stride: int = 1, need_dX: bool = True,
-                           gemm_method: str = "library"):
+def conv2d_im2col_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: bool = True, out=None,
+                           gemm: str = "library"):
     """(dX, dW) of Y = conv(X, W) through GEMMs: dW_mat = dY_mat · X_colᵀ, dX_col = W_matᵀ · dY_mat,
-    dX = col2im(dX_col). dX is None when ``need_dX`` is False (the first layer needs no dX)."""
+    dX = col2im(dX_col). dX is None when ``need_dX`` is False (the first layer needs no dX).
+    ``out`` may hold (dX, dW) output arrays (either may be None)."""
     N, K, Ho, Wo = check_conv_inputs(X, W, None, padding, stride)
     _, C, R, S = W.shape
     require(dY, "dY", 4, layout="[N, K, H', W']")
     if tuple(dY.shape) != (N, K, Ho, Wo):
         raise ValueError(f"dY must have the output's shape {(N, K, Ho, Wo)}, not {tuple(dY.shape)}")
+    out_dX, out_dW = outputs(out, ("dX", "dW"))
+    dW = output(out_dW, (K, C, R, S), "dW")
+    dX = output(out_dX, tuple(X.shape), "dX") if need_dX else None
     dY = to_device(dY)
     dY_mat = cuda.device_array((K, N * Ho * Wo), np.float32)
     nchw_to_cols_kernel[blocks(dY.size, BLOCK), BLOCK](dY, dY_mat)
     X_col = im2col(X, R, S, padding, stride)
-    dW = gemm.matmul(dY_mat, X_col, gemm_method, trans_b=True).reshape(K, C, R, S)
-    dX = None
+    matmul(dY_mat, X_col, version=gemm, trans_b=True, out=dW.reshape(K, C * R * S))
     if need_dX:
         W_mat = to_device(W).reshape(K, C * R * S)
-        dX_col = gemm.matmul(W_mat, dY_mat, gemm_method, trans_a=True)
-        dX = col2im(dX_col, X.shape, R, S, padding, stride)
+        dX_col = matmul(W_mat, dY_mat, version=gemm, trans_a=True)
+        col2im(dX_col, X.shape, R, S, padding, stride, out=dX)
     return dX, dW

@@ -28,9 +28,9 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32, int32, uint32
 
-import gpulib
 from gpulib.arrays import blocks, output, to_device
-from gpulib.conv.direct import check_conv_inputs
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
+from gpulib.env import sized
 
 # default block tile on a GPU (tuned on the H200, see benchmarks/conv_gemm.py) and a small one
 # for the simulator, where every thread is a Python thread
@@ -174,17 +174,10 @@ def _no_table():
 
 def tile_shape() -> dict:
     """The block tile used here: ``TILE`` on a GPU, ``TILE_SIM`` on the simulator."""
-    return gpulib.sized(gpu=TILE, sim=TILE_SIM)
+    return sized(gpu=TILE, sim=TILE_SIM)
 
 
-def conv2d_implicit_gemm(X, W, b=None, padding: int = 0, stride: int = 1, precomputed: bool = True,
-                         out=None, table=None, tile: dict | None = None):
-    """Y = conv(X, W) + b as one implicit GEMM: no X_col in memory.
-
-    ``precomputed`` picks IMPLICIT_PRECOMP_GEMM (default) or IMPLICIT_GEMM; ``table`` may hold
-    ``row_table(C, R, S)`` already on the device, to reuse across calls; ``tile`` overrides the
-    block tile (a dict of BM, BN, BK, TM, TN).
-    """
+def _launch(X, W, b, padding, stride, out, precomputed: bool, table, tile: dict | None):
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
     _, C, R, S = W.shape
     Y = output(out, (N, K, Ho, Wo), "out")
@@ -193,10 +186,23 @@ def conv2d_implicit_gemm(X, W, b=None, padding: int = 0, stride: int = 1, precom
     else:
         table = _no_table()  # the on-the-fly variant reads no table
     W_mat = to_device(W).reshape(K, C * R * S)
-    bias = to_device(np.zeros(K, np.float32) if b is None else b)
     t = tile or tile_shape()
     grid = (blocks(N * Ho * Wo, t["BN"]), blocks(K, t["BM"]))
     threads = (t["BN"] // t["TN"], t["BM"] // t["TM"])
-    implicit_gemm_kernel(R, S, bool(precomputed), **t)[grid, threads](
-        to_device(X), W_mat, bias, Y, padding, stride, table)
+    implicit_gemm_kernel(R, S, precomputed, **t)[grid, threads](
+        to_device(X), W_mat, bias_or_zeros(b, K), Y, padding, stride, table)
     return Y
+
+
+def conv2d_implicit_gemm(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, tile: dict | None = None):
+    """Y = conv(X, W) + b as one implicit GEMM (cuDNN's IMPLICIT_GEMM): no X_col in memory, every
+    load splits its indices. ``tile`` overrides the block tile (a dict of BM, BN, BK, TM, TN)."""
+    return _launch(X, W, b, padding, stride, out, False, None, tile)
+
+
+def conv2d_implicit_precomp_gemm(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, table=None,
+                                 tile: dict | None = None):
+    """Y = conv(X, W) + b as one implicit GEMM with precomputed indices (cuDNN's
+    IMPLICIT_PRECOMP_GEMM): ``table`` may hold ``row_table(C, R, S)`` already on the device (by
+    default it is made once per (C, R, S) and kept); ``tile`` overrides the block tile."""
+    return _launch(X, W, b, padding, stride, out, True, table, tile)

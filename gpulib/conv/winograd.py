@@ -25,7 +25,7 @@ import numpy as np
 from numba import cuda, float32
 
 from gpulib.arrays import blocks, output, to_device
-from gpulib.conv.direct import check_conv_inputs
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
 
 BLOCK = 128
 # the F(2x2, 3x3) matrices, for the NumPy reference and the docs; the kernels spell them out
@@ -34,11 +34,16 @@ G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float
 AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 
 
-def multiplications(N, C, H, W, K, padding=1):
-    """(direct, winograd) multiplications for a 3x3 layer: 36 vs 16 per tile, channel and filter."""
+def _tiles(X_shape, padding: int) -> int:
+    """2x2 output tiles of a 3x3, stride-1 layer: N·⌈H'/2⌉·⌈W'/2⌉."""
+    N, _, H, W = X_shape
     Ho, Wo = H + 2 * padding - 2, W + 2 * padding - 2
-    tiles = N * ((Ho + 1) // 2) * ((Wo + 1) // 2)
-    return N * K * Ho * Wo * C * 9, tiles * K * C * 16
+    return N * ((Ho + 1) // 2) * ((Wo + 1) // 2)
+
+
+def multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    """16 multiplications per tile, channel and filter (the direct convolution needs 36)."""
+    return _tiles(X_shape, padding) * W_shape[0] * X_shape[1] * 16
 
 
 @cuda.jit(device=True)
@@ -170,12 +175,12 @@ def winograd_fused_kernel(X, U, b, Y, padding, tiles_y, tiles_x):
         output_transform(m, Y, n, k, 2 * ty, 2 * tx, b[k])
 
 
-def _check(X, W, b, padding, stride):
-    N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
-    if tuple(W.shape[2:]) != (3, 3) or stride != 1:
-        raise ValueError(f"Winograd F(2x2, 3x3) needs a 3x3 filter and stride 1, not a {W.shape[2]}x{W.shape[3]} "
-                         f"filter with stride {stride}")
-    return N, K, Ho, Wo
+def supports(W_shape, stride: int) -> str:
+    """"" when F(2x2, 3x3) applies to this filter and stride, else the reason it does not."""
+    if tuple(W_shape[2:]) == (3, 3) and stride == 1:
+        return ""
+    return (f"Winograd F(2x2, 3x3) needs a 3x3 filter and stride 1, not a {W_shape[2]}x{W_shape[3]} "
+            f"filter with stride {stride}")
 
 
 def filter_transform(W):
@@ -186,32 +191,47 @@ def filter_transform(W):
     return U
 
 
-def conv2d_winograd(X, W, b=None, padding: int = 1, stride: int = 1, fused: bool = True, out=None):
-    """Y = conv(X, W) + b by Winograd F(2x2, 3x3): one kernel (fused) or four (non-fused)."""
-    N, K, Ho, Wo = _check(X, W, b, padding, stride)
-    C = W.shape[1]
+def _prepare(X, W, b, padding, stride, out):
+    """Checks, Y, the tile grid and the transformed filters, shared by both variants."""
+    N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
+    reason = supports(W.shape, stride)
+    if reason:
+        raise ValueError(reason)
     Y = output(out, (N, K, Ho, Wo), "out")
     tiles_y, tiles_x = (Ho + 1) // 2, (Wo + 1) // 2
-    P = N * tiles_y * tiles_x
-    U = filter_transform(W)
-    X = to_device(X)
-    bias = to_device(np.zeros(K, np.float32) if b is None else b)
-    if fused:
-        winograd_fused_kernel[blocks(K * P, BLOCK), BLOCK](X, U, bias, Y, padding, tiles_y, tiles_x)
-        return Y
+    return Y, tiles_y, tiles_x, N * tiles_y * tiles_x, filter_transform(W), bias_or_zeros(b, K)
+
+
+def conv2d_winograd(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Y = conv(X, W) + b by Winograd F(2x2, 3x3) in one kernel (cuDNN's WINOGRAD)."""
+    Y, tiles_y, tiles_x, P, U, bias = _prepare(X, W, b, padding, stride, out)
+    K = W.shape[0]
+    winograd_fused_kernel[blocks(K * P, BLOCK), BLOCK](to_device(X), U, bias, Y, padding, tiles_y, tiles_x)
+    return Y
+
+
+def conv2d_winograd_nonfused(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Y = conv(X, W) + b by Winograd F(2x2, 3x3) in four kernels, V and M through global memory
+    (cuDNN's WINOGRAD_NONFUSED)."""
+    Y, tiles_y, tiles_x, P, U, bias = _prepare(X, W, b, padding, stride, out)
+    K, C = W.shape[0], W.shape[1]
     V = cuda.device_array((16, C, P), np.float32)
-    input_transform_kernel[blocks(C * P, BLOCK), BLOCK](X, V, padding, tiles_y, tiles_x)
+    input_transform_kernel[blocks(C * P, BLOCK), BLOCK](to_device(X), V, padding, tiles_y, tiles_x)
     M = cuda.device_array((16, K, P), np.float32)
     products_kernel[(blocks(P, BLOCK), K, 16), BLOCK](U, V, M)
     output_transform_kernel[blocks(K * P, BLOCK), BLOCK](M, bias, Y, tiles_y, tiles_x)
     return Y
 
 
-def workspace_bytes(N, C, H, W, K, padding=1, fused=True) -> int:
-    """Extra device memory: U for both; V and M too for the non-fused variant."""
-    Ho, Wo = H + 2 * padding - 2, W + 2 * padding - 2
-    P = N * ((Ho + 1) // 2) * ((Wo + 1) // 2)
-    return 4 * (16 * K * C + (0 if fused else 16 * C * P + 16 * K * P))
+def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    """Extra device memory of the fused variant: the transformed filters U [16, K, C]."""
+    return 4 * 16 * W_shape[0] * X_shape[1]
+
+
+def nonfused_workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    """Extra device memory of the non-fused variant: U, and V [16, C, tiles] and M [16, K, tiles]."""
+    P, K, C = _tiles(X_shape, padding), W_shape[0], X_shape[1]
+    return workspace_bytes(X_shape, W_shape) + 4 * 16 * P * (C + K)
 
 
 def reference_tile(d: np.ndarray, g: np.ndarray) -> np.ndarray:

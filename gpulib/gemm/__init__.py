@@ -1,10 +1,10 @@
 """16.4: GEMM, C = A·B, three ways behind one interface (``matmul``):
 
     kernels.py  the book's own Numba kernels: v1 naive, v2 shared tiles, v3 register-blocked
-    api.py      ``matmul(A, B, method=...)``: "v1" / "v2" / "v3", or "library" = cuBLAS
+    api.py      ``matmul(A, B, version=...)``: "v1" / "v2" / "v3", or "library" = cuBLAS
                 through CuPy on a GPU (zero-copy from Numba device arrays), NumPy without one
 """
 
-from gpulib.gemm.api import METHODS, library_name, matmul
+from gpulib.gemm.api import VERSIONS, library_name, matmul
 
-__all__ = ["METHODS", "library_name", "matmul"]
+__all__ = ["VERSIONS", "library_name", "matmul"]

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-import gpulib
 from gpulib.arrays import blocks, output, require, to_device, to_host, transposed
-from gpulib.gemm import kernels as K
+from gpulib.env import on_gpu, sized
+from gpulib.gemm import kernels
 
-METHODS = ("v1", "v2", "v3", "library")
+VERSIONS = ("v1", "v2", "v3", "library")
 
 
 def library_name() -> str:
-    """What method="library" runs here: cuBLAS (CuPy) on a GPU, NumPy's BLAS otherwise."""
-    if gpulib.on_gpu():
+    """What version="library" runs here: cuBLAS (CuPy) on a GPU, NumPy's BLAS otherwise."""
+    if on_gpu():
         try:
             import cupy  # noqa: F401
         except ImportError:
@@ -38,8 +38,8 @@ def v3_shape(rows: int | None = None) -> dict:
     """Version 3's tile shape here: 128×128 blocks on a GPU (64×64 for a C of at most 64 rows,
     such as a conv layer's W_mat·X_col with K ≤ 64, where a 128-row tile leaves half its
     threads idle: 0.62 ms instead of 0.40 on the H200 for the 16.3 layer), 16×16 on the simulator."""
-    gpu = K.V3_SMALL if rows is not None and rows <= K.V3_SMALL["BM"] else K.V3
-    return gpulib.sized(gpu=gpu, sim=K.V3_SIM)
+    gpu = kernels.V3_SMALL if rows is not None and rows <= kernels.V3_SMALL["BM"] else kernels.V3
+    return sized(gpu=gpu, sim=kernels.V3_SIM)
 
 
 def launch_v3(A, B, C, shape: dict | None = None):
@@ -48,18 +48,20 @@ def launch_v3(A, B, C, shape: dict | None = None):
     shape = shape or v3_shape(C.shape[0])
     threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
     grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
-    K.gemm_v3_kernel(**shape)[grid, threads](A, B, C)
+    kernels.gemm_v3_kernel(**shape)[grid, threads](A, B, C)
 
 
-def matmul(A, B, method: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,
+def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,
            shape: dict | None = None):
     """C = op(A)·op(B) for float32 matrices; returns C [M, N] on the device.
 
-    op(A) is A [M, K], or Aᵀ when ``trans_a`` (then A is stored as [K, M]); the same for B.
-    Transposes are views, never copies. ``shape`` sets version 3's tile (see ``launch_v3``).
+    ``version`` is one of the book's kernels ("v1", "v2", "v3") or "library" (cuBLAS through
+    CuPy on a GPU, NumPy without one). op(A) is A [M, K], or Aᵀ when ``trans_a`` (then A is
+    stored as [K, M]); the same for B. Transposes are views, never copies. ``shape`` sets
+    version 3's tile (see ``launch_v3``).
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+    if version not in VERSIONS:
+        raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     require(A, "A", 2, layout="[K, M] (trans_a)" if trans_a else "[M, K]")
     require(B, "B", 2, layout="[N, K] (trans_b)" if trans_b else "[K, N]")
     A, B = to_device(A), to_device(B)
@@ -74,12 +76,13 @@ def matmul(A, B, method: str = "v3", out=None, trans_a: bool = False, trans_b: b
         )
     M, N = A.shape[0], B.shape[1]
     C = output(out, (M, N), "out")
-    if method == "library":
+    if version == "library":
         return _library(A, B, C)
-    if method == "v1":
-        K.gemm_v1_kernel[(blocks(N, 16), blocks(M, 16)), (16, 16)](A, B, C)
-    elif method == "v2":
-        K.gemm_v2_kernel[(blocks(N, K.TILE), blocks(M, K.TILE)), (K.TILE, K.TILE)](A, B, C)
+    if version == "v1":
+        kernels.gemm_v1_kernel[(blocks(N, 16), blocks(M, 16)), (16, 16)](A, B, C)
+    elif version == "v2":
+        T = kernels.TILE
+        kernels.gemm_v2_kernel[(blocks(N, T), blocks(M, T)), (T, T)](A, B, C)
     else:
         launch_v3(A, B, C, shape)
     return C

@@ -2,31 +2,33 @@
 
 Each function takes NumPy or device arrays (float32, C-contiguous), raises ValueError that
 names the problem before any launch, and returns a device array. ``out=`` lets a caller
-pass the output, e.g. a ``gpulib.poisoned`` array so that an unwritten element is caught.
+pass the output, e.g. a ``gpulib.poisoned`` array so that an unwritten element is caught (a
+tuple, one entry per result, for the functions that return several).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import blocks, is_device_array, output, require, require_int_labels, to_device
-from gpulib.mlp import kernels as K
+from gpulib.arrays import blocks, is_device_array, output, outputs, require, require_int_labels, to_device
+from gpulib.mlp import kernels
 
 BLOCK_1D = 128
 BLOCK_2D = (16, 16)  # (x along a row, y down the rows)
 
 
-def _grid_2d(rows: int, cols: int):
+def grid_2d(rows: int, cols: int):
+    """(grid, block) covering a [rows, cols] output with 16x16 blocks: x along a row, y down."""
     bx, by = BLOCK_2D
     return (blocks(cols, bx), blocks(rows, by)), BLOCK_2D
 
 
 def _act_code(activation: str) -> int:
-    if activation not in K.ACTIVATION_CODES:
+    if activation not in kernels.ACTIVATION_CODES:
         raise ValueError(
-            f"unknown activation {activation!r}; choose one of {tuple(K.ACTIVATION_CODES)}"
+            f"unknown activation {activation!r}; choose one of {tuple(kernels.ACTIVATION_CODES)}"
         )
-    return K.ACTIVATION_CODES[activation]
+    return kernels.ACTIVATION_CODES[activation]
 
 
 def _check_layer(X, W, b):
@@ -42,7 +44,7 @@ def _check_layer(X, W, b):
         raise ValueError(f"b has {b.shape[0]} entries but W has {W.shape[0]} rows (neurons)")
 
 
-def layer_forward(W, b, h_prev, activation: str = "relu", out=None):
+def layer_forward(W, b, h_prev, activation: str = "relu", *, out=None):
     """One sample: h = σ(W h_prev + b), one thread per neuron."""
     act = _act_code(activation)
     require(W, "W", 2, layout="[n_out, n_in]")
@@ -53,28 +55,28 @@ def layer_forward(W, b, h_prev, activation: str = "relu", out=None):
     if b.shape[0] != W.shape[0]:
         raise ValueError(f"b has {b.shape[0]} entries but W has {W.shape[0]} rows (neurons)")
     h = output(out, (W.shape[0],))
-    K.layer_forward_kernel[blocks(W.shape[0], BLOCK_1D), BLOCK_1D](
+    kernels.layer_forward_kernel[blocks(W.shape[0], BLOCK_1D), BLOCK_1D](
         to_device(W), to_device(b), to_device(h_prev), h, act
     )
     return h
 
 
-def dense_forward(X, W, b, activation: str = "relu", out=None):
+def dense_forward(X, W, b, activation: str = "relu", *, out=None):
     """A batch: H = σ(X Wᵀ + b), one thread per (sample, neuron)."""
     act = _act_code(activation)
     _check_layer(X, W, b)
     H = output(out, (X.shape[0], W.shape[0]))
-    grid, block = _grid_2d(X.shape[0], W.shape[0])
-    K.dense_forward_kernel[grid, block](to_device(X), to_device(W), to_device(b), H, act)
+    grid, block = grid_2d(X.shape[0], W.shape[0])
+    kernels.dense_forward_kernel[grid, block](to_device(X), to_device(W), to_device(b), H, act)
     return H
 
 
-def dense_backward(X, W, H, dH, activation: str = "relu", need_dX: bool = True, outs=None):
+def dense_backward(X, W, H, dH, activation: str = "relu", *, need_dX: bool = True, out=None):
     """Gradients of H = σ(X Wᵀ + b) given dH = ∂L/∂H: returns (dX, dW, db).
 
     Four launches: dZ = dH ⊙ σ'(Z); dX = dZ W; dW = dZᵀ X; db = Σ_n dZ. With
     ``need_dX=False`` (the first layer, whose input is the data) dX is skipped and None.
-    ``outs`` may hold (dX, dW, db) output arrays.
+    ``out`` may hold (dX, dW, db) output arrays.
     """
     act = _act_code(activation)
     require(X, "X", 2, layout="[N, n_in]")
@@ -88,45 +90,47 @@ def dense_backward(X, W, H, dH, activation: str = "relu", need_dX: bool = True, 
     for name, arr in (("H", H), ("dH", dH)):
         if tuple(arr.shape) != (n, n_out):
             raise ValueError(f"{name} must have shape {(n, n_out)} = [N, n_out], not {tuple(arr.shape)}")
-    out_dX, out_dW, out_db = outs if outs is not None else (None, None, None)
+    out_dX, out_dW, out_db = outputs(out, ("dX", "dW", "db"))
     X, W, H, dH = map(to_device, (X, W, H, dH))
 
     dZ = output(None, (n, n_out))
-    grid, block = _grid_2d(n, n_out)
-    K.activation_backward_kernel[grid, block](H, dH, dZ, act)
+    grid, block = grid_2d(n, n_out)
+    kernels.activation_backward_kernel[grid, block](H, dH, dZ, act)
 
     dX = None
     if need_dX:
         dX = output(out_dX, (n, n_in), "dX")
-        grid, block = _grid_2d(n, n_in)
-        K.input_grad_kernel[grid, block](dZ, W, dX)
+        grid, block = grid_2d(n, n_in)
+        kernels.input_grad_kernel[grid, block](dZ, W, dX)
     dW = output(out_dW, (n_out, n_in), "dW")
-    grid, block = _grid_2d(n_out, n_in)
-    K.weight_grad_kernel[grid, block](dZ, X, dW)
+    grid, block = grid_2d(n_out, n_in)
+    kernels.weight_grad_kernel[grid, block](dZ, X, dW)
     db = output(out_db, (n_out,), "db")
-    K.bias_grad_kernel[blocks(n_out, BLOCK_1D), BLOCK_1D](dZ, db)
+    kernels.bias_grad_kernel[blocks(n_out, BLOCK_1D), BLOCK_1D](dZ, db)
     return dX, dW, db
 
 
-def softmax_cross_entropy(Z, labels, out_P=None, out_loss=None):
-    """Per-sample loss and probabilities (P, loss) of logits Z [N, classes]; one thread per sample."""
+def softmax_cross_entropy(Z, labels, *, out=None):
+    """Per-sample probabilities and loss (P, loss) of logits Z [N, classes]; one thread per
+    sample. ``out`` may hold (P, loss) output arrays."""
     require(Z, "Z", 2, layout="[N, classes]")
     require_int_labels(labels, "labels", Z.shape[0], Z.shape[1])
-    P = output(out_P, tuple(Z.shape), "out_P")
-    loss = output(out_loss, (Z.shape[0],), "out_loss")
-    K.softmax_xent_kernel[blocks(Z.shape[0], BLOCK_1D), BLOCK_1D](
+    out_P, out_loss = outputs(out, ("P", "loss"))
+    P = output(out_P, tuple(Z.shape), "P")
+    loss = output(out_loss, (Z.shape[0],), "loss")
+    kernels.softmax_xent_kernel[blocks(Z.shape[0], BLOCK_1D), BLOCK_1D](
         to_device(Z), to_device(labels), P, loss
     )
     return P, loss
 
 
-def softmax_cross_entropy_backward(P, labels, out=None):
+def softmax_cross_entropy_backward(P, labels, *, out=None):
     """dZ = (P - onehot(labels)) / N, the gradient of the mean loss."""
     require(P, "P", 2, layout="[N, classes]")
     require_int_labels(labels, "labels", P.shape[0], P.shape[1])
     dZ = output(out, tuple(P.shape))
-    grid, block = _grid_2d(P.shape[0], P.shape[1])
-    K.softmax_xent_backward_kernel[grid, block](to_device(P), to_device(labels), dZ)
+    grid, block = grid_2d(P.shape[0], P.shape[1])
+    kernels.softmax_xent_backward_kernel[grid, block](to_device(P), to_device(labels), dZ)
     return dZ
 
 
@@ -142,4 +146,4 @@ def sgd_update(theta, grad, lr: float) -> None:
         raise ValueError(f"the learning rate must be a positive number, not {lr}")
     flat_theta, flat_grad = to_device(theta).ravel(), to_device(grad).ravel()
     size = flat_theta.shape[0]
-    K.sgd_update_kernel[blocks(size, BLOCK_1D), BLOCK_1D](flat_theta, flat_grad, np.float32(lr))
+    kernels.sgd_update_kernel[blocks(size, BLOCK_1D), BLOCK_1D](flat_theta, flat_grad, np.float32(lr))

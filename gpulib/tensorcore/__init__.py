@@ -9,5 +9,5 @@
               filled by asynchronous copies
     conv.py   implicit-GEMM convolution on the tensor cores (fp16 in, fp32 out): v1 NCHW,
               v2 NHWC with 16-byte asynchronous gathers
-    bench.py  16.5 speed: tensor cores, the auto-tuner, cuDNN's own plans, precision
+    (16.5's measurements of them are in gpulib/bench/cudnn_tensorcore.py)
 """

@@ -26,10 +26,10 @@ from numba import cuda, float32, types
 
 from gpulib import reference as ref
 from gpulib.arrays import blocks, output, to_device, to_host
-from gpulib.conv.direct import check_conv_inputs
 from gpulib.conv.implicit_gemm import row_table
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
 from gpulib.tensorcore import wmma
-from gpulib.tensorcore.gemm import A_LD, warp_mma, warp_store
+from gpulib.tensorcore.gemm import warp_mma, warp_store
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE
 
 float16 = types.float16
@@ -86,7 +86,7 @@ def tc_conv_kernel(X, W_mat, b, Y, padding, stride, rows):
 
 V2_BM, V2_BN, V2_BK = 128, 64, 32  # output pixels x filters x (r, s, c) per step
 V2_THREADS = 128  # 4 warps in 2x2, each 64 pixels x 32 filters (4x2 fragments)
-W_LD = V2_BN + 8  # padded row length of the shared W tile
+X_LD, W_LD = V2_BK + 8, V2_BN + 8  # padded row lengths (fp16 values) of the shared X_col and W tiles
 
 
 @cuda.jit(device=True)
@@ -116,7 +116,7 @@ def tc_conv_nhwc_kernel(X, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride):
     """X [N·H·W, C] (NHWC, fp16, C a multiple of 8), Wt [R·S·C, Kp] (rows in (r, s, c) order,
     fp16), bias_rows [16, ≥ Kp rounded up to 64] (every row the bias), Y [≥ N·H'·W', Kp] fp32,
     rows and Kp multiples of 16. Block (bx, by): output pixels 128·bx:+128, filters 64·by:+64."""
-    a_tiles = cuda.shared.array((2, V2_BM, A_LD), float16, alignment=SHARED_ALIGN)
+    a_tiles = cuda.shared.array((2, V2_BM, X_LD), float16, alignment=SHARED_ALIGN)
     b_tiles = cuda.shared.array((2, V2_BK, W_LD), float16, alignment=SHARED_ALIGN)
     a = cuda.local.array((4, AB_FRAGMENT), AB_DTYPE)
     bf = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
@@ -183,7 +183,7 @@ def launch_nchw(X16, W16, bias, Y, padding: int, stride: int, table):
 def launch_nhwc(X2, Wt, bias_rows, Y, shape, padding: int, stride: int):
     """Version 2 on prepared operands (``nhwc_operands``); shape = (N, H, W, R, S)."""
     N, H, Wd, R, S = shape
-    Ho, Wo = ref.conv_output_size(H, R, padding, stride), ref.conv_output_size(Wd, S, padding, stride)
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
     rows = blocks(N * Ho * Wo, 16) * 16
     if Y.shape[0] < rows or Y.shape[0] % 16 or Y.shape[1] != Wt.shape[1]:
         raise ValueError(f"Y must be [{rows} (N·H'·W' = {N * Ho * Wo} rounded up to 16), {Wt.shape[1]}], "
@@ -192,12 +192,15 @@ def launch_nhwc(X2, Wt, bias_rows, Y, shape, padding: int, stride: int):
     tc_conv_nhwc_kernel[grid, V2_THREADS](X2, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride)
 
 
-def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, out=None, version: str = "v2"):
+VERSIONS = ("v1", "v2")
+
+
+def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
     """Y = conv(X, W) + b on the tensor cores: X and W rounded to fp16, sums in fp32, Y float32
     [N, K, H', W']. Version 1 works in NCHW; version 2 converts to NHWC and back (on the host)."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
-    if version not in ("v1", "v2"):
-        raise ValueError(f"unknown version {version!r}; choose 'v1' or 'v2'")
+    if version not in VERSIONS:
+        raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     _, C, R, S = W.shape
     Y = output(out, (N, K, Ho, Wo), "out")
     if version == "v2":
@@ -209,9 +212,20 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, out=None, version
         return Y
     X16 = to_device(np.asarray(to_host(X), np.float16))
     W16 = to_device(np.asarray(to_host(W), np.float16).reshape(K, C * R * S))
-    bias = to_device(np.zeros(K, np.float32) if b is None else b)
-    launch_nchw(X16, W16, bias, Y, padding, stride, to_device(row_table(C, R, S)))
+    launch_nchw(X16, W16, bias_or_zeros(b, K), Y, padding, stride, to_device(row_table(C, R, S)))
     return Y
+
+
+def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, version: str = "v2") -> int:
+    """Extra device memory: the fp16 copies of X and W (v1 adds the row table; v2 pads C to 8
+    and K to 16, repeats the bias in 16 rows and stores Y as [N·H'·W' rounded to 16, K16] fp32)."""
+    N, C, H, Wd = X_shape
+    K, _, R, S = W_shape
+    if version == "v1":
+        return 2 * (N * C * H * Wd + K * C * R * S) + 12 * C * R * S
+    C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
+    rows = blocks(N * conv_output_size(H, R, padding, stride) * conv_output_size(Wd, S, padding, stride), 16) * 16
+    return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16
 
 
 def reference(X, W, b=None, padding: int = 0, stride: int = 1) -> np.ndarray:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, types
 
-from gpulib.arrays import blocks, require, to_device
+from gpulib.arrays import blocks, output, require, to_device, to_host
 from gpulib.tensorcore import wmma
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE  # constants
 
@@ -223,19 +223,31 @@ def launch(version: str, A16, B16, C):
         kernel[(blocks(N, V3_BN), blocks(M, V3_BM)), V3_THREADS](A16, B16, C)
 
 
-def matmul_tc(A, B, version: str = "v2") -> np.ndarray:
+@cuda.jit
+def crop_kernel(C16, C):
+    """C = the top-left M×N corner of the padded product C16 (one thread per element of C)."""
+    j, i = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        C[i, j] = C16[i, j]
+
+
+def matmul_tc(A, B, *, version: str = "v2", out=None):
     """C = A·B (float32 result) with A and B rounded to fp16, on the tensor cores (emulated on
-    the simulator). Any M, N, K: the operands are zero-padded to multiples of 16."""
+    the simulator); returns C [M, N] on the device. Any M, N, K: the operands are zero-padded
+    to multiples of 16 and the product is cropped back."""
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     require(A, "A", 2, dtype=None, layout="[M, K]")
     require(B, "B", 2, dtype=None, layout="[K, N]")
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"inner dimensions do not match: A is {tuple(A.shape)} and B is {tuple(B.shape)}")
-    A16, B16 = _padded(np.asarray(A, np.float16)), _padded(np.asarray(B, np.float16))
-    C = cuda.device_array((A16.shape[0], B16.shape[1]), np.float32)
-    launch(version, to_device(A16), to_device(B16), C)
-    return C.copy_to_host()[:A.shape[0], :B.shape[1]]
+    M, N = A.shape[0], B.shape[1]
+    C = output(out, (M, N), "out")
+    A16, B16 = _padded(np.asarray(to_host(A), np.float16)), _padded(np.asarray(to_host(B), np.float16))
+    C16 = cuda.device_array((A16.shape[0], B16.shape[1]), np.float32)
+    launch(version, to_device(A16), to_device(B16), C16)
+    crop_kernel[(blocks(N, 16), blocks(M, 16)), (16, 16)](C16, C)
+    return C
 
 
 def reference(A, B) -> np.ndarray:

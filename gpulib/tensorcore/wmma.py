@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32, types, uint32
 
-import gpulib
+from gpulib.env import on_gpu
 
 TILE = 16
 _REGS = ", ".join(f"%{i}" for i in range(8))
@@ -131,7 +131,7 @@ extern "C" __device__ int gpulib_wmma_store(int* ret, unsigned long long ptr, un
 }
 """
 
-ON_GPU = gpulib.on_gpu()
+ON_GPU = on_gpu()
 # wmma.load/store need 32-byte aligned tile addresses; shared tiles ask for it on a GPU (the
 # simulator accepts no alignment argument and needs none)
 SHARED_ALIGN = 32 if ON_GPU else None

@@ -16,28 +16,29 @@ the command-line front end; notebooks call ``measure`` on a GPU and ``load`` els
 
 from __future__ import annotations
 
-import datetime
-
 import numpy as np
 
-import gpulib
-from gpulib import gemm
 from gpulib import reference as ref
-from gpulib.conv import bench as direct_bench
-from gpulib.conv import im2col as I
-from gpulib.conv import implicit_gemm as IG
-from gpulib.conv.direct import conv2d
-from gpulib.gemm import kernels as GK
+from gpulib.arrays import to_host
+from gpulib.bench import measure as M
+from gpulib.bench.layers import LAYER, describe, flop, layer_inputs
+from gpulib.check import poisoned
+from gpulib.conv.direct import conv2d_direct
+from gpulib.conv.im2col import conv2d_im2col, im2col
+from gpulib.conv.implicit_gemm import (TILE, conv2d_implicit_gemm, conv2d_implicit_precomp_gemm,
+                                       row_table)
+from gpulib.env import cuda
+from gpulib.gemm import kernels as gemm_kernels
+from gpulib.gemm import matmul
 
-RESULTS = direct_bench.RESULTS.parent / "conv_gemm.json"
-LAYER = direct_bench.LAYER
+RESULTS = M.RESULTS_DIR / "conv_gemm.json"
 GEMM_SIZE = 4096
 # version 3 tile shapes tried on the GPU; the first is gemm.kernels.V3, the default
 _P = dict(PREFETCH=True)
-V3_SHAPES = [GK.V3, dict(GK.V3, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
+V3_SHAPES = [gemm_kernels.V3, dict(gemm_kernels.V3, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
              dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=64, BK=32, TM=4, TN=4, **_P),
              dict(BM=128, BN=64, BK=16, TM=8, TN=4, **_P), dict(BM=64, BN=128, BK=16, TM=4, TN=8, **_P)]
-IMPLICIT_SHAPES = [IG.TILE, dict(IG.TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
+IMPLICIT_SHAPES = [TILE, dict(TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
                    dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=128, BK=8, TM=4, TN=8, **_P),
                    dict(BM=64, BN=32, BK=8, TM=4, TN=2, **_P)]
 FILTERS = (1, 3, 5, 7)
@@ -49,18 +50,10 @@ def _shape_name(t: dict) -> str:
     return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread{prefetch}"
 
 
-def _row(name, kind, t, flop, check=None, **extra):
-    row = dict(name=name, kind=kind, ms=t.median_ms, tflops=t.tflops(flop) if flop else None,
-               rel_err=None if check is None else check.rel_err)
-    row.update(extra)
-    return row
-
-
 def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> list[dict]:
     """The GEMM ladder on size³ fp32, each version checked against a float64 product (cuBLAS dgemm)."""
     import cupy
 
-    cuda = gpulib.cuda
     rng = np.random.default_rng(1)
     A = rng.standard_normal((size, size)).astype(np.float32)
     B = rng.standard_normal((size, size)).astype(np.float32)
@@ -69,84 +62,68 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> l
     want = cupy.asnumpy(cA @ cB)
     scale = float((cupy.abs(cA) @ cupy.abs(cB)).max())
     del cA, cB
-    flop = 2.0 * size**3
-    C = cuda.device_array((size, size), np.float32)
     runs = [("gpulib gemm v1 (naive)", "v1", None), ("gpulib gemm v2 (shared tiles 16x16)", "v2", None)]
     runs += [(f"gpulib gemm v3 ({_shape_name(t)})", "v3", t) for t in shapes]
     runs += [("cuBLAS sgemm (CuPy, TF32 off)", "library", None)]
     rows = []
-    for name, method, shape in runs:
-        out = gpulib.poisoned((size, size))
-        gemm.matmul(dA, dB, method, out=out, shape=shape)
-        check = gpulib.validate(out, want, scale=scale, name=name)
-        reps = 3 if method == "v1" else repeat  # version 1 takes a fifth of a second a run
-        t = gpulib.benchmark(gemm.matmul, dA, dB, method, C, False, False, shape, repeat=reps, label=name)
-        rows.append(_row(name, method, t, flop, check, tile=shape))
-    cublas = rows[-1]["ms"]
-    for row in rows:
-        row["fraction_of_cublas"] = cublas / row["ms"]
-    return rows
+    for name, version, shape in runs:
+        out = poisoned((size, size))
+        run = lambda: matmul(dA, dB, version=version, out=out, shape=shape)  # noqa: E731
+        reps = 3 if version == "v1" else repeat  # version 1 takes a fifth of a second a run
+        rows.append(M.checked_row(name, run, want, out=out, flop=2.0 * size**3, scale=scale, repeat=reps,
+                                  kind=version, tile=shape))
+    return M.with_ratio(rows, rows[-1]["ms"])
 
 
 def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tuple[list[dict], str]:
     """Every way of computing the layer, checked against float64 and timed; plus cuDNN."""
-    cuda = gpulib.cuda
     L = layer
-    X, W, b = direct_bench.layer_inputs(L)
-    want, ref_name = direct_bench._reference(X, W, b, L)
-    scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
+    X, W, b = layer_inputs(L)
+    want, ref_name = M.reference_conv(X, W, b, L)
+    scale = M.magnitude(X, W, b, L)
     dX, dW, db = (cuda.to_device(a) for a in (X, W, b))
     p, s, R, S, K = L["padding"], L["stride"], L["R"], L["S"], L["K"]
-    flop = direct_bench.flop(L)
+    total = flop(L)
     rows = []
-    Y = cuda.device_array(want.shape, np.float32)
 
-    # im2col alone, then the GEMM alone on its output (W_mat · X_col), for each GEMM
-    X_col = I.im2col(dX, R, S, p, s)
-    check = gpulib.validate(X_col.copy_to_host()[:, :4096], ref.im2col(X[:2], R, S, p, s)[:, :4096],
-                            name="X_col (first 4096 columns)")
-    t = gpulib.benchmark(I.im2col, dX, R, S, p, s, X_col, repeat=repeat, label="im2col")
-    rows.append(_row("im2col alone", "im2col", t, None, check, bytes=X_col.nbytes))
+    # im2col alone (its first 4096 columns checked), then the GEMM alone on its output
+    X_col = cuda.device_array((L["C"] * R * S, want.shape[0] * want.shape[2] * want.shape[3]), np.float32)
+    rows.append(M.checked_row("im2col alone", lambda: im2col(dX, R, S, p, s, out=X_col),
+                              ref.im2col(X[:2], R, S, p, s)[:, :4096], view=lambda Xc: to_host(Xc)[:, :4096],
+                              repeat=repeat, kind="im2col", bytes=X_col.nbytes))
     W_mat = dW.reshape(K, W[0].size)
     Y_mat = cuda.device_array((K, X_col.shape[1]), np.float32)
-    for method, label in (("library", "cuBLAS"), ("v3", "gpulib gemm v3"), ("v2", "gpulib gemm v2")):
-        t = gpulib.benchmark(gemm.matmul, W_mat, X_col, method, Y_mat, repeat=repeat, label=label)
-        rows.append(_row(f"GEMM alone: {label} on X_col", "gemm", t, flop))
+    want_mat = (want - b.reshape(1, K, 1, 1)).transpose(1, 0, 2, 3).reshape(K, -1)  # Y_mat = W_mat · X_col
+    for version, label in (("library", "cuBLAS"), ("v3", "gpulib gemm v3"), ("v2", "gpulib gemm v2")):
+        rows.append(M.checked_row(f"GEMM alone: {label} on X_col",
+                                  lambda: matmul(W_mat, X_col, version=version, out=Y_mat), want_mat,
+                                  flop=total, scale=scale, repeat=repeat, kind="gemm"))
     del X_col, Y_mat
 
-    def add(name, kind, fn, *args):
-        out = gpulib.poisoned(want.shape)
-        fn(*args, out=out)
-        check = gpulib.validate(out, want, scale=scale, name=name)
-        t = gpulib.benchmark(lambda: fn(*args, out=Y), repeat=repeat, label=name)
-        rows.append(_row(name, kind, t, flop, check))
+    def add(name, kind, conv, **options):
+        out = poisoned(want.shape)
+        rows.append(M.checked_row(name, lambda: conv(dX, dW, db, p, s, out=out, **options), want, out=out,
+                                  flop=total, scale=scale, repeat=repeat, kind=kind))
 
-    add("im2col + cuBLAS", "im2col+gemm", I.conv2d_im2col, dX, dW, db, p, s, "library")
-    add("im2col + gpulib gemm v3", "im2col+gemm", I.conv2d_im2col, dX, dW, db, p, s, "v3")
-    table = cuda.to_device(IG.row_table(L["C"], R, S))
-    add("implicit GEMM (indices on the fly)", "implicit", IG.conv2d_implicit_gemm, dX, dW, db, p, s, False)
-    for t_shape in shapes:
-        name = f"implicit precomp GEMM ({_shape_name(t_shape)})"
-        add(name, "implicit", lambda *a, out: IG.conv2d_implicit_gemm(*a, True, out=out, table=table,
-                                                                        tile=t_shape), dX, dW, db, p, s)
-        rows[-1].update(tile=t_shape)
-    add("direct v2, 16 channels/block (16.3)", "direct", lambda *a, out: conv2d(*a, "v2", out=out), dX, dW, db, p, s)
-    cudnn = direct_bench.cudnn_fp32(dX, dW, db, L, want, scale, repeat)
-    if cudnn is not None:
-        rows.append(dict(name=cudnn["name"], kind="cudnn", ms=cudnn["ms"], tflops=cudnn["tflops"],
-                         rel_err=cudnn["rel_err"]))
-        for row in rows:
-            row["time_vs_cudnn"] = row["ms"] / cudnn["ms"]
-    return rows, ref_name
+    add("im2col + cuBLAS", "im2col+gemm", conv2d_im2col, gemm="library")
+    add("im2col + gpulib gemm v3", "im2col+gemm", conv2d_im2col, gemm="v3")
+    add("implicit GEMM (indices on the fly)", "implicit", conv2d_implicit_gemm)
+    for tile in shapes:
+        add(f"implicit precomp GEMM ({_shape_name(tile)})", "implicit", conv2d_implicit_precomp_gemm, tile=tile)
+        rows[-1].update(tile=tile)
+    add("direct v2, 16 channels/block (16.3)", "direct", conv2d_direct, version="v2")
+    library, run = M.cudnn_conv(dX, dW, db, L)
+    rows.append(M.checked_row(library, run, want, flop=total, scale=scale, repeat=repeat, kind="cudnn"))
+    return M.with_ratio(rows, rows[-1]["ms"]), ref_name
 
 
 def _free_bytes() -> int:
     import gc
 
     gc.collect()  # arrays held in reference cycles are freed only by the cycle collector
-    ctx = gpulib.cuda.current_context()
+    ctx = cuda.current_context()
     ctx.deallocations.clear()  # Numba frees lazily; make the free count current
-    gpulib.cuda.synchronize()
+    cuda.synchronize()
     return ctx.get_memory_info().free
 
 
@@ -154,14 +131,13 @@ def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
     """Bytes of X and of X_col for each filter size (batch of the layer) and each batch size
     (3x3), X_col measured as the drop in free device memory when im2col allocates it; and
     the same drop for implicit GEMM's forward pass (Y given), which should be ~0."""
-    cuda = gpulib.cuda
     rows = []
     cases = [(R, layer["N"], "filter") for R in filters] + [(3, n, "batch") for n in batches]
     for R, N, sweep in cases:
         L = dict(layer, N=N, R=R, S=R, padding=R // 2)
         X = cuda.to_device(np.random.default_rng(R).standard_normal((N, L["C"], L["H"], L["W"])).astype(np.float32))
         before = _free_bytes()
-        X_col = I.im2col(X, R, R, L["padding"], 1)
+        X_col = im2col(X, R, R, L["padding"], 1)
         used = before - _free_bytes()
         rows.append(dict(sweep=sweep, R=R, N=N, x_bytes=X.nbytes, x_col_bytes=X_col.nbytes,
                          x_col_measured_bytes=used, method="im2col"))
@@ -169,9 +145,9 @@ def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
         W = cuda.to_device(np.ones((L["K"], L["C"], R, R), np.float32) / (L["C"] * R * R))
         Y = cuda.device_array((N, L["K"], L["H"], L["W"]), np.float32)
         bias = cuda.to_device(np.zeros(L["K"], np.float32))
-        table = cuda.to_device(IG.row_table(L["C"], R, R))
+        table = cuda.to_device(row_table(L["C"], R, R))
         before = _free_bytes()
-        IG.conv2d_implicit_gemm(X, W, bias, L["padding"], 1, True, out=Y, table=table)
+        conv2d_implicit_precomp_gemm(X, W, bias, L["padding"], 1, out=Y, table=table)
         used = before - _free_bytes()
         rows.append(dict(sweep=sweep, R=R, N=N, x_bytes=X.nbytes, x_col_bytes=0, x_col_measured_bytes=used,
                          method="implicit", table_bytes=table.nbytes))
@@ -181,49 +157,36 @@ def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
 
 def measure(repeat: int = 20, progress=print) -> dict:
     """All three parts; GPU only."""
-    if not gpulib.on_gpu():
-        raise RuntimeError("timing needs a GPU: the simulator's times say nothing about one")
+    M.require_gpu()
     progress("GEMM ladder ...")
     gemm_rows = measure_gemm(repeat=repeat)
     progress("layer ...")
     layer_rows, ref_name = measure_layer(repeat=repeat)
     progress("memory ...")
     memory_rows = measure_memory()
-    return dict(device=gpulib.env.device_name(), date=datetime.date.today().isoformat(),
-                timing="median of CUDA events, L2 flushed", repeat=repeat,
-                gemm=dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, rows=gemm_rows),
-                layer=dict(layer=LAYER, gflop=direct_bench.flop(LAYER) / 1e9, reference=ref_name, rows=layer_rows),
+    return dict(M.header(repeat),
+                gemm=dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=gemm_rows[-1]["name"], rows=gemm_rows),
+                layer=dict(layer=LAYER, gflop=flop(LAYER) / 1e9, reference=ref_name, library=layer_rows[-1]["name"],
+                           rows=layer_rows),
                 memory=dict(layer=LAYER, rows=memory_rows))
 
 
 def load(path=RESULTS) -> dict:
-    """The stored results (measured on a GPU earlier), as written by ``save``."""
-    return direct_bench.load(path)
+    return M.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    direct_bench.save(results, path)
-
-
-def _fmt(v, spec):
-    return "-" if v is None else format(v, spec)
+    M.save(results, path)
 
 
 def table(results: dict) -> str:
-    """The three parts as text tables."""
+    """The three parts as text tables (speed as a share of cuBLAS's or cuDNN's)."""
     g, lay = results["gemm"], results["layer"]
     lines = [f"{results['device']}, {results['date']}, {results['timing']}",
-             f"GEMM {g['size']}^3 fp32 ({g['gflop']:.0f} GFLOP)",
-             f"  {'implementation':<58} {'ms':>8} {'TFLOP/s':>8} {'of cuBLAS':>9} {'rel err':>8}"]
-    for r in g["rows"]:
-        lines.append(f"  {r['name']:<58} {r['ms']:8.3f} {r['tflops']:8.2f} {r['fraction_of_cublas']:9.1%} "
-                     f"{_fmt(r['rel_err'], '8.1e')}")
-    lines += [f"Layer {lay['layer']} ({lay['gflop']:.2f} GFLOP), checked against {lay['reference']}",
-              f"  {'implementation':<58} {'ms':>8} {'TFLOP/s':>8} {'vs cuDNN':>9} {'rel err':>8}"]
-    for r in lay["rows"]:
-        vs = f"{r['time_vs_cudnn']:.2f}x" if r.get("time_vs_cudnn") else "-"
-        lines.append(f"  {r['name']:<58} {r['ms']:8.3f} {_fmt(r['tflops'], '8.2f'):>8} {vs:>9} "
-                     f"{_fmt(r['rel_err'], '8.1e')}")
+             f"GEMM {g['size']}^3 fp32 ({g['gflop']:.0f} GFLOP)"]
+    lines += M.rows_table(g["rows"], "cuBLAS", width=64)
+    lines += [f"Layer {lay['layer']} ({lay['gflop']:.2f} GFLOP), checked against {lay['reference']}"]
+    lines += M.rows_table(lay["rows"], "cuDNN", width=64)
     lines += ["Memory (MB = 10^6 bytes; X_col measured as the drop in free device memory)",
               f"  {'sweep':<7} {'R':>2} {'N':>3} {'method':<9} {'X MB':>8} {'X_col MB':>9} {'measured MB':>12}"]
     for r in results["memory"]["rows"]:
@@ -239,7 +202,7 @@ def _short(name: str) -> str:
 
 def plot_speed(results: dict, measured_live: bool):
     """Left: the GEMM ladder on 4096³ against cuBLAS; right: every way to compute the layer,
-    time in ms (log scale), each labelled with its TFLOP/s and its time relative to cuDNN."""
+    time in ms (log scale), each labelled with its TFLOP/s and its speed as a share of cuDNN's."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import FuncFormatter
 
@@ -247,12 +210,11 @@ def plot_speed(results: dict, measured_live: bool):
     colour = dict(v1="tab:gray", v2="tab:blue", v3="tab:blue", library="tab:green", im2col="tab:orange",
                   gemm="tab:olive", **{"im2col+gemm": "tab:orange"}, implicit="tab:purple", direct="tab:gray",
                   cudnn="tab:green")
-    for ax, rows, label in ((ax_g, results["gemm"]["rows"], "of_cublas"), (ax_l, results["layer"]["rows"], "vs_cudnn")):
+    for ax, rows, library in ((ax_g, results["gemm"]["rows"], "cuBLAS"), (ax_l, results["layer"]["rows"], "cuDNN")):
         ms = [r["ms"] for r in rows]
         ax.barh([_short(r["name"]) for r in rows], ms, color=[colour.get(r["kind"], "tab:blue") for r in rows])
         for i, r in enumerate(rows):
-            note = (f"{r['fraction_of_cublas']:.0%} of cuBLAS" if label == "of_cublas"
-                    else f"cuDNN의 {r['time_vs_cudnn']:.1f}배 시간" if r.get("time_vs_cudnn") else "")
+            note = f"{library}의 {M.ratio_text(r['vs_library'])} 속도"
             rate = f"{r['tflops']:.1f} TFLOP/s, " if r.get("tflops") else ""
             ax.text(r["ms"] * 1.06, i, f"{r['ms']:.2f} ms, {rate}{note}", va="center", fontsize=7)
         ax.set_xscale("log")
@@ -262,7 +224,7 @@ def plot_speed(results: dict, measured_live: bool):
         ax.tick_params(axis="y", labelsize=7)
         ax.set_xlabel("시간 (ms, 로그 눈금, 짧을수록 빠름)")
     ax_g.set_title(f"GEMM {results['gemm']['size']}³ fp32", fontsize=10)
-    ax_l.set_title("conv 3x3, N=32 C=64 56x56 K=64, fp32", fontsize=10)
+    ax_l.set_title(f"{describe(results['layer']['layer'])}, fp32", fontsize=10)
     source = "지금 이 GPU에서 측정" if measured_live else "저장된 측정값"
     fig.suptitle(f"{results['device']}, {results['date']} ({source})", fontsize=11)
     fig.tight_layout()

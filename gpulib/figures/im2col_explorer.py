@@ -1,9 +1,9 @@
-"""16.4: the chapter's figure 16.2 as a widget. Pick an output element Y[n, k, y, x] and see
+"""16.4, figure: the chapter's figure 16.2 as a widget. Pick an output element Y[n, k, y, x] and see
 the R×S window of every input channel it reads, the column of X_col that im2col made of that
 window, the row of W_mat that is filter k, and the element of Y_mat = W_mat · X_col they give.
 
 The example is tiny and holds small integers so the dot product can be followed by hand; its
-X_col comes from gpulib's im2col kernel and its Y_mat from ``gemm.matmul``.
+X_col comes from gpulib's im2col kernel and its Y_mat from ``gpulib.gemm.matmul``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpulib import gemm
 from gpulib import reference as ref
-from gpulib.conv import im2col as I
-from gpulib.plotting import png_bytes
+from gpulib.conv.im2col import im2col
+from gpulib.conv.shapes import conv_output_size
+from gpulib.figures.style import png_bytes
+from gpulib.gemm import matmul
 
 
 @dataclass
@@ -30,20 +31,20 @@ class Im2colExample:
     Y_mat: np.ndarray  # [K, N·H'·W']
 
     @classmethod
-    def make(cls, N=2, C=2, H=5, W=5, K=2, R=3, padding=1, seed=0, gemm_method="library"):
+    def make(cls, N=2, C=2, H=5, W=5, K=2, R=3, padding=1, seed=0, gemm="library"):
         rng = np.random.default_rng(seed)
         X = rng.integers(1, 10, (N, C, H, W)).astype(np.float32)   # 1..9: no zero to hide behind
         Wt = rng.integers(-2, 3, (K, C, R, R)).astype(np.float32)
-        X_col = I.im2col(X, R, R, padding)
+        X_col = im2col(X, R, R, padding)
         W_mat = Wt.reshape(K, C * R * R)
-        Y_mat = gemm.matmul(W_mat, X_col, gemm_method)
+        Y_mat = matmul(W_mat, X_col, version=gemm)
         return cls(X, Wt, padding, X_col.copy_to_host(), W_mat, Y_mat.copy_to_host())
 
     @property
     def out_size(self):
         N, C, H, W = self.X.shape
         R = self.W.shape[2]
-        return ref.conv_output_size(H, R, self.padding, 1), ref.conv_output_size(W, R, self.padding, 1)
+        return conv_output_size(H, R, self.padding, 1), conv_output_size(W, R, self.padding, 1)
 
     def column(self, n, y, x) -> int:
         """The X_col column of output pixel (y, x) of image n."""

@@ -1,36 +1,25 @@
-"""16.5: cuDNN's six convolution algorithms in one figure: a sketch of each (what it builds in
-memory, what it computes) and its cost for one layer (multiplications, extra memory), counted
-with the same formulas the algorithms use (``costs``)."""
+"""16.5, figure: cuDNN's six convolution algorithms in one figure: a sketch of each (what it
+builds in memory, what it computes) and its cost for one layer (multiplications, extra memory),
+read from the algorithm registry (gpulib/conv/algorithms.py), which counts them with the
+algorithms' own formulas (``costs``)."""
 
 from __future__ import annotations
 
-from gpulib import reference as ref
-from gpulib.conv import autotune, fft, winograd
-
-LAYER = dict(N=32, C=64, H=56, W=56, K=64, R=3, S=3, padding=1, stride=1)  # the 16.3 layer
+from gpulib.bench.layers import LAYER, shapes
+from gpulib.conv.algorithms import of_precision
 
 
 def costs(layer: dict = LAYER) -> list[dict]:
-    """For each algorithm of ``autotune.ALGORITHMS``: its cuDNN name, multiplications for the
-    layer (None where it does not support the layer) and extra device memory in bytes."""
-    L = layer
-    Ho = ref.conv_output_size(L["H"], L["R"], L["padding"], L["stride"])
-    Wo = ref.conv_output_size(L["W"], L["S"], L["padding"], L["stride"])
-    direct = L["N"] * L["K"] * Ho * Wo * L["C"] * L["R"] * L["S"]
-    X_shape, W_shape = (L["N"], L["C"], L["H"], L["W"]), (L["K"], L["C"], L["R"], L["S"])
+    """For each fp32 algorithm of the registry: its name, label and cuDNN name, multiplications
+    for the layer (None where it does not support the layer) and extra device memory in bytes."""
+    X_shape, W_shape = shapes(layer)
+    p, s = layer["padding"], layer["stride"]
     out = []
-    for alg in autotune.ALGORITHMS:
-        supported = alg.supports(W_shape, L["stride"]) == ""
-        if not supported:
-            mults = None
-        elif alg.cudnn == "FFT":
-            mults = fft.multiplications(L["N"], L["C"], L["H"], L["W"], L["K"], L["padding"])
-        elif alg.cudnn.startswith("WINOGRAD"):
-            mults = winograd.multiplications(L["N"], L["C"], L["H"], L["W"], L["K"], L["padding"])[1]
-        else:
-            mults = direct
-        extra = alg.workspace(X_shape, W_shape, L["padding"], L["stride"]) if supported else None
-        out.append(dict(name=alg.name, cudnn=alg.cudnn, multiplications=mults, extra_bytes=extra))
+    for alg in of_precision("fp32"):
+        supported = alg.supports(W_shape, s) == ""
+        out.append(dict(name=alg.name, label=alg.label, cudnn=alg.cudnn,
+                        multiplications=alg.multiplications(X_shape, W_shape, p, s) if supported else None,
+                        extra_bytes=alg.workspace(X_shape, W_shape, p, s) if supported else None))
     return out
 
 
@@ -118,7 +107,7 @@ def draw(layer: dict = LAYER):
         ax.axis("off")
         ax.set_title(title, fontsize=10)
     rows = [r for r in costs(layer) if r["multiplications"] is not None]
-    names = [f"{r['name']}\n({r['cudnn']})" for r in rows]
+    names = [f"{r['label']}\n({r['cudnn']})" for r in rows]
     for j, (key, scale, label) in enumerate((("multiplications", 1e9, "곱셈 수 (G; FFT는 어림)"),
                                              ("extra_bytes", 1e6, "추가 메모리 (MB)"))):
         ax = fig.add_subplot(grid[2, j if j == 0 else slice(1, 3)])

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-import gpulib
+from gpulib.env import on_gpu
+from gpulib.timing import benchmark
 
 
 def available() -> str:
     """The cuDNN version the frontend talks to, or "" if the frontend or a GPU is missing."""
-    if not gpulib.on_gpu():
+    if not on_gpu():
         return ""
     try:
         import cudnn
@@ -79,7 +80,7 @@ def engines(X, W, padding: int, stride: int, half: bool = True, repeat: int = 10
             row["status"] = "wrong result"
         else:
             run = lambda: graph.execute_plan_at_index(pack, workspace, i, handle=handle)  # noqa: E731
-            row["ms"] = gpulib.benchmark(run, repeat=repeat, label=row["name"]).median_ms
+            row["ms"] = benchmark(run, repeat=repeat, label=row["name"]).median_ms
         rows.append(row)
     return sorted(rows, key=lambda r: (r["ms"] is None, r["ms"] or 0.0))
 

@@ -1,4 +1,4 @@
-"""16.1: the learning-rate explorer (ipywidgets + matplotlib).
+"""16.1, figure: the learning-rate explorer (ipywidgets + matplotlib).
 
 Left: gradient descent θ ← θ - η f'(θ) on f(θ) = ½ a θ², drawn instantly: it converges for
 η < 2/a, oscillates as η nears 2/a and diverges beyond. Right: the MLP trained on the digits

@@ -16,48 +16,31 @@ Every timed row is checked first. ``benchmarks/cudnn_tensorcore.py`` is the comm
 
 from __future__ import annotations
 
-import datetime
-
 import numpy as np
 
-import gpulib
-from gpulib import reference as ref
-from gpulib.conv import autotune, cudnn_engines
-from gpulib.conv import bench as direct_bench
+from gpulib.arrays import blocks
+from gpulib.bench import cudnn_engines
+from gpulib.bench import measure as M
+from gpulib.bench.layers import LAYER, LAYERS, describe, flop, layer_inputs
+from gpulib.check import poisoned
+from gpulib.conv import autotune
+from gpulib.conv.algorithms import ALGORITHMS
 from gpulib.conv.implicit_gemm import row_table
+from gpulib.env import cuda
 from gpulib.tensorcore import conv as TC
 from gpulib.tensorcore import gemm as TG
+from gpulib.timing import benchmark
 
-RESULTS = direct_bench.RESULTS.parent / "cudnn_tensorcore.json"
+RESULTS = M.RESULTS_DIR / "cudnn_tensorcore.json"
 GEMM_SIZE = 4096
-# the notebook's layers: a first layer on RGB, the 16.3 layer, a 1x1 layer, a 5x5 layer
-LAYERS = {
-    "first layer, C=3, 7x7 stride 2": dict(N=32, C=3, H=224, W=224, K=64, R=7, S=7, padding=3, stride=2),
-    "middle 3x3 (16.3)": dict(direct_bench.LAYER),
-    "1x1": dict(N=32, C=256, H=28, W=28, K=128, R=1, S=1, padding=0, stride=1),
-    "5x5": dict(N=32, C=32, H=28, W=28, K=64, R=5, S=5, padding=2, stride=1),
-}
-
-
-def _torch():
-    import torch
-    import torch.nn.functional as F
-
-    return torch, F
-
-
-def _row(name, t, flop, rel_err=None, **extra):
-    row = dict(name=name, ms=t.median_ms, tflops=t.tflops(flop), rel_err=rel_err)
-    row.update(extra)
-    return row
+# the precision part: each format's largest error allowed, relative to the result's largest value
+PRECISION_RTOL = dict(fp32=1e-5, tf32=2e-3, fp16=3e-3, bf16=3e-2)
 
 
 def measure_tensor_cores(repeat: int = 20) -> dict:
     """gpulib's tensor-core GEMM and conv against cuBLAS fp16 and cuDNN fp16."""
     import cupy
 
-    torch, F = _torch()
-    cuda = gpulib.cuda
     rng = np.random.default_rng(3)
     S = GEMM_SIZE
     A = rng.standard_normal((S, S)).astype(np.float16)
@@ -65,84 +48,60 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     cA, cB = cupy.asarray(A), cupy.asarray(B)
     want = cupy.asnumpy(cA.astype(cupy.float64) @ cB.astype(cupy.float64))
     scale = float((cupy.abs(cA).astype(cupy.float64) @ cupy.abs(cB).astype(cupy.float64)).max())
-    flop = 2.0 * S**3
+    gemm_flop = 2.0 * S**3
     dA, dB = cuda.to_device(A), cuda.to_device(B)
     gemm_rows = []
     for version in TG.VERSIONS:
-        C = gpulib.poisoned((S, S))  # any element left unwritten fails the check
-        run = lambda: TG.launch(version, dA, dB, C)  # noqa: E731
-        run()
-        check = gpulib.validate(C, want, scale=scale, name=f"tensor-core GEMM {version}")
-        t = gpulib.benchmark(run, repeat=repeat, label=version)
-        gemm_rows.append(_row(f"gpulib tensor-core GEMM {version}", t, flop, check.rel_err))
+        C = poisoned((S, S))  # any element left unwritten fails the check
+        gemm_rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}", lambda: TG.launch(version, dA, dB, C),
+                                       want, out=C, flop=gemm_flop, scale=scale, repeat=repeat))
     cC = cupy.empty((S, S), cupy.float16)
-    run = lambda: cupy.matmul(cA, cB, out=cC)  # noqa: E731
-    run()
-    check = gpulib.validate(cupy.asnumpy(cC).astype(np.float32), want, scale=scale, rtol=2e-3, name="cuBLAS fp16")
-    t = gpulib.benchmark(run, repeat=repeat, label="cuBLAS fp16")
-    gemm_rows.append(_row("cuBLAS fp16 (CuPy)", t, flop, check.rel_err))
-    for row in gemm_rows:
-        row["fraction_of_cublas"] = gemm_rows[-1]["ms"] / row["ms"]
+    gemm_rows.append(M.checked_row("cuBLAS fp16 (CuPy)", lambda: cupy.matmul(cA, cB, out=cC), want, flop=gemm_flop,
+                                   scale=scale, rtol=2e-3, repeat=repeat))
 
-    L = direct_bench.LAYER
-    X, W, b = direct_bench.layer_inputs(L)
+    L = LAYER
+    X, W, b = layer_inputs(L)
     as16 = lambda a: a.astype(np.float16).astype(np.float32)  # noqa: E731  (what the tensor cores see)
-    want, _ = direct_bench._reference(as16(X), as16(W), b, L)
-    scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
-    flop = direct_bench.flop(L)
+    want, _ = M.reference_conv(as16(X), as16(W), b, L)
+    scale = M.magnitude(X, W, b, L)
+    conv_flop = flop(L)
     X16 = cuda.to_device(X.astype(np.float16))
     W16 = cuda.to_device(W.astype(np.float16).reshape(L["K"], -1))
     db = cuda.to_device(b)
     table = cuda.to_device(row_table(L["C"], L["R"], L["S"]))
-    Y = gpulib.poisoned(want.shape)
-    run = lambda: TC.launch_nchw(X16, W16, db, Y, L["padding"], L["stride"], table)  # noqa: E731
-    run()
-    check = gpulib.validate(Y, want, scale=scale, name="tensor-core conv v1")
-    t = gpulib.benchmark(run, repeat=repeat, label="tc conv v1")
-    conv_rows = [_row("gpulib tensor-core conv v1 (NCHW, fp16)", t, flop, check.rel_err)]
+    Y = poisoned(want.shape)
+    conv_rows = [M.checked_row("gpulib tensor-core conv v1 (NCHW, fp16)",
+                               lambda: TC.launch_nchw(X16, W16, db, Y, L["padding"], L["stride"], table), want,
+                               out=Y, flop=conv_flop, scale=scale, repeat=repeat)]
     X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)  # layout conversion outside the timing, as for cuDNN
-    Ho, Wo = want.shape[2:]
-    Yn = gpulib.poisoned((L["N"] * Ho * Wo, Wt.shape[1]))
-    shape = (L["N"], L["H"], L["W"], L["R"], L["S"])
-    run = lambda: TC.launch_nhwc(X2, Wt, bias_rows, Yn, shape, L["padding"], L["stride"])  # noqa: E731
-    run()
-    got = Yn.copy_to_host()[:, :L["K"]].reshape(L["N"], Ho, Wo, L["K"]).transpose(0, 3, 1, 2)
-    check = gpulib.validate(got, want, scale=scale, name="tensor-core conv v2")
-    t = gpulib.benchmark(run, repeat=repeat, label="tc conv v2")
-    conv_rows.append(_row("gpulib tensor-core conv v2 (NHWC, async copies, fp16)", t, flop, check.rel_err))
-    torch.backends.cudnn.benchmark = True
-    tX = torch.as_tensor(X, device="cuda").half().to(memory_format=torch.channels_last)
-    tW = torch.as_tensor(W, device="cuda").half().to(memory_format=torch.channels_last)
-    tb = torch.as_tensor(b, device="cuda").half()
-    run = lambda: F.conv2d(tX, tW, tb, stride=L["stride"], padding=L["padding"])  # noqa: E731
-    out = run().float().cpu().numpy()
-    check = gpulib.validate(out, want, scale=scale, rtol=3e-3, name="cuDNN fp16")
-    t = gpulib.benchmark(run, repeat=repeat, label="cuDNN fp16")
-    conv_rows.append(_row("cuDNN fp16 (torch, channels_last, benchmark=True)", t, flop, check.rel_err))
-    for row in conv_rows:
-        row["fraction_of_cudnn"] = conv_rows[-1]["ms"] / row["ms"]
-    return dict(gemm=dict(size=S, rows=gemm_rows), conv=dict(layer=L, rows=conv_rows))
+    N, K, Ho, Wo = want.shape
+    Yn = poisoned((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]))
+    shape = (N, L["H"], L["W"], L["R"], L["S"])
+    nchw = lambda Yn: Yn.copy_to_host()[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)  # noqa: E731
+    conv_rows.append(M.checked_row("gpulib tensor-core conv v2 (NHWC, async copies, fp16)",
+                                   lambda: TC.launch_nhwc(X2, Wt, bias_rows, Yn, shape, L["padding"], L["stride"]),
+                                   want, out=Yn, view=nchw, flop=conv_flop, scale=scale, repeat=repeat))
+    library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
+    conv_rows.append(M.checked_row(library, run, want, flop=conv_flop, scale=scale, rtol=3e-3, repeat=repeat))
+    return dict(gemm=dict(size=S, library=gemm_rows[-1]["name"], rows=M.with_ratio(gemm_rows, gemm_rows[-1]["ms"])),
+                conv=dict(layer=L, library=library, rows=M.with_ratio(conv_rows, conv_rows[-1]["ms"])))
 
 
 def measure_autotune(layers=LAYERS, repeat: int = 10) -> list[dict]:
-    """The auto-tuner's ranking for each layer, next to cuDNN fp32 for the same layer."""
-    torch, F = _torch()
-    timer = lambda fn, label: gpulib.benchmark(fn, repeat=repeat, label=label).median_ms  # noqa: E731
+    """The auto-tuner's ranking for each layer, next to cuDNN fp32 for the same layer (checked
+    against the same float64 reference); every row's ``vs_library`` is relative to that cuDNN."""
+    timer = lambda fn, label: benchmark(fn, repeat=repeat, label=label).median_ms  # noqa: E731
     out = []
     for title, L in layers.items():
-        X, W, b = direct_bench.layer_inputs(L)
-        want, _ = direct_bench._reference(X, W, b, L)
-        scale = ref.conv2d_magnitude(X[:2], W, b, L["padding"], L["stride"]).max()
+        X, W, b = layer_inputs(L)
+        want, _ = M.reference_conv(X, W, b, L)
+        scale = M.magnitude(X, W, b, L)
         ranking = autotune.find_algorithms(X, W, b, L["padding"], L["stride"], timer=timer, reference=want,
                                            scale=scale)
-        torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = False
-        tX, tW, tb = (torch.as_tensor(a, device="cuda") for a in (X, W, b))
-        run = lambda: F.conv2d(tX, tW, tb, stride=L["stride"], padding=L["padding"])  # noqa: E731
-        run()
-        cudnn_ms = gpulib.benchmark(run, repeat=repeat, label="cuDNN").median_ms
-        out.append(dict(title=title, layer=L, gflop=direct_bench.flop(L) / 1e9, cudnn_fp32_ms=cudnn_ms,
-                        ranking=[vars(r) for r in ranking]))
+        name, run = M.cudnn_conv(X, W, b, L)
+        library = M.checked_row(name, run, want, flop=flop(L), scale=scale, repeat=repeat)
+        rows = M.with_ratio([vars(r) for r in ranking], library["ms"])
+        out.append(dict(title=title, layer=L, gflop=flop(L) / 1e9, library=library, ranking=rows))
     return out
 
 
@@ -152,49 +111,43 @@ def measure_cudnn_engines(repeat: int = 10) -> dict:
     version = cudnn_engines.available()
     if not version:
         return dict(version="", rows=[], note="the cuDNN frontend (pip install nvidia-cudnn-frontend) is not installed")
-    L = direct_bench.LAYER
-    X, W, _ = direct_bench.layer_inputs(L)
-    return dict(version=version, layer=L, dtype="fp16, channels_last",
-                rows=cudnn_engines.engines(X, W, L["padding"], L["stride"], half=True, repeat=repeat))
+    X, W, _ = layer_inputs(LAYER)
+    return dict(version=version, layer=LAYER, dtype="fp16, channels_last",
+                rows=cudnn_engines.engines(X, W, LAYER["padding"], LAYER["stride"], half=True, repeat=repeat))
 
 
 def measure_precision(repeat: int = 20) -> list[dict]:
-    """One GEMM (4096³) and the 16.3 conv in fp32, TF32, fp16, bf16: time and error vs float64."""
-    torch, F = _torch()
+    """One GEMM (4096³) and the 16.3 conv in fp32, TF32, fp16, bf16 through PyTorch: each checked
+    against float64 with its format's tolerance, then timed."""
+    torch, F = M.torch_modules()
     rng = np.random.default_rng(5)
     A = torch.as_tensor(rng.standard_normal((GEMM_SIZE, GEMM_SIZE)), device="cuda")
     B = torch.as_tensor(rng.standard_normal((GEMM_SIZE, GEMM_SIZE)), device="cuda")
-    L = direct_bench.LAYER
-    X, W, b = (torch.as_tensor(a, device="cuda").double() for a in direct_bench.layer_inputs(L))
-    exact_gemm = A @ B
-    exact_conv = F.conv2d(X, W, b, padding=L["padding"], stride=L["stride"])
+    L = LAYER
+    X, W, b = (torch.as_tensor(a, device="cuda").double() for a in layer_inputs(L))
+    exact_gemm = (A @ B).cpu().numpy()
+    exact_conv = F.conv2d(X, W, b, padding=L["padding"], stride=L["stride"]).cpu().numpy()
     rows = []
     for fmt, dtype, tf32 in (("fp32", torch.float32, False), ("tf32", torch.float32, True),
                              ("fp16", torch.float16, False), ("bf16", torch.bfloat16, False)):
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         a, bb = A.to(dtype), B.to(dtype)
-        run = lambda: a @ bb  # noqa: E731
-        err = float((run().double() - exact_gemm).abs().max() / exact_gemm.abs().max())
-        t = gpulib.benchmark(run, repeat=repeat, label=fmt)
-        rows.append(dict(op=f"GEMM {GEMM_SIZE}^3", format=fmt, ms=t.median_ms,
-                         tflops=t.tflops(2.0 * GEMM_SIZE**3), rel_err=err))
+        rows.append(M.checked_row(f"GEMM {GEMM_SIZE}^3 {fmt}", lambda: a @ bb, exact_gemm, flop=2.0 * GEMM_SIZE**3,
+                                  rtol=PRECISION_RTOL[fmt], repeat=repeat, op=f"GEMM {GEMM_SIZE}^3", format=fmt))
         x, w, bias = X.to(dtype), W.to(dtype), b.to(dtype)
         if dtype != torch.float32:
             x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
-        run = lambda: F.conv2d(x, w, bias, padding=L["padding"], stride=L["stride"])  # noqa: E731
-        err = float((run().double() - exact_conv).abs().max() / exact_conv.abs().max())
-        t = gpulib.benchmark(run, repeat=repeat, label=fmt)
-        rows.append(dict(op="conv 3x3 (16.3 layer)", format=fmt, ms=t.median_ms,
-                         tflops=t.tflops(direct_bench.flop(L)), rel_err=err))
+        rows.append(M.checked_row(f"conv {fmt}", lambda: F.conv2d(x, w, bias, padding=L["padding"], stride=L["stride"]),
+                                  exact_conv, flop=flop(L), rtol=PRECISION_RTOL[fmt], repeat=repeat,
+                                  op="conv 3x3 (16.3 layer)", format=fmt))
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     return rows
 
 
 def measure(repeat: int = 20, progress=print) -> dict:
-    if not gpulib.on_gpu():
-        raise RuntimeError("timing needs a GPU: the simulator's times say nothing about one")
+    M.require_gpu()
     progress("tensor cores ...")
     tc = measure_tensor_cores(repeat)
     progress("auto-tuner ...")
@@ -206,21 +159,23 @@ def measure(repeat: int = 20, progress=print) -> dict:
         engines = dict(version=cudnn_engines.available(), rows=[], note=f"listing failed: {e}")
     progress("precision ...")
     prec = measure_precision(repeat)
-    return dict(device=gpulib.env.device_name(), date=datetime.date.today().isoformat(),
-                timing="median of CUDA events, L2 flushed", repeat=repeat,
-                tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec)
+    return dict(M.header(repeat), tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec)
 
 
 def load(path=RESULTS) -> dict:
-    """The stored results (measured on a GPU earlier), as written by ``save``."""
-    return direct_bench.load(path)
+    return M.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    direct_bench.save(results, path)
+    M.save(results, path)
 
 
 PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision")
+
+
+def _ranking(layer: dict) -> list[autotune.Result]:
+    """A stored layer's ranking as the auto-tuner's results (without the stored ratio)."""
+    return [autotune.Result(**{k: v for k, v in r.items() if k != "vs_library"}) for r in layer["ranking"]]
 
 
 def table(results: dict, parts=PARTS) -> str:
@@ -229,23 +184,24 @@ def table(results: dict, parts=PARTS) -> str:
     tc = results["tensor_cores"]
     if "tensor_cores" in parts:
         lines.append(f"Tensor cores: GEMM {tc['gemm']['size']}^3 fp16 -> fp32")
-        for r in tc["gemm"]["rows"]:
-            lines.append(f"  {r['name']:<54} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
-                         f"{r['fraction_of_cublas']:6.1%} of cuBLAS  rel err {r['rel_err']:.1e}")
+        lines += M.rows_table(tc["gemm"]["rows"], "cuBLAS", width=54)
         lines.append("Tensor cores: conv (16.3 layer) in fp16")
-        for r in tc["conv"]["rows"]:
-            lines.append(f"  {r['name']:<54} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s "
-                         f"{r['fraction_of_cudnn']:6.1%} of cuDNN  rel err {r['rel_err']:.1e}")
+        lines += M.rows_table(tc["conv"]["rows"], "cuDNN", width=54)
     if "autotune" in parts:
         for layer in results["autotune"]:
+            library = layer["library"]
             lines.append(f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), "
-                         f"cuDNN fp32 {layer['cudnn_fp32_ms']:.3f} ms")
-            ranking = [autotune.Result(**r) for r in layer["ranking"]]
+                         f"{library['name']} {library['ms']:.3f} ms")
+            ranking = _ranking(layer)
             rows = autotune.table(ranking).splitlines()
+            rows[0] += f" {'of cuDNN':>9}"
+            for i, r in enumerate(layer["ranking"], 1):
+                rows[i] += f" {M.ratio_text(r['vs_library']):>9}" if r["vs_library"] else ""
             if ranking and ranking[0].status == "ok":
                 rows[1] += "  <- the auto-tuner's pick"
+            err = "-" if library["rel_err"] is None else f"{library['rel_err']:.1e}"
             rows.append(f"{'-':>4} {'cuDNN fp32 (torch, benchmark=True)':<47} {'library':<14} "
-                        f"{layer['cudnn_fp32_ms']:8.3f}")
+                        f"{library['ms']:8.3f} {'':>9} {err:>8} {M.ratio_text(1.0):>9}")
             lines += ["  " + line for line in rows]
     engines = results.get("cudnn_engines", {})
     if "cudnn_engines" in parts and engines.get("rows"):
@@ -282,9 +238,9 @@ def plot_tensor_cores(results: dict):
     if timed:  # cuDNN's fastest plan through the frontend: the convolution alone, no bias
         best = min(timed, key=lambda r: r["ms"])
         conv_rows.append(dict(name=f"cuDNN best plan ({best['name'].split('_')[0]}, no bias)", ms=best["ms"],
-                              tflops=direct_bench.flop(tc["conv"]["layer"]) / best["ms"] / 1e9))
+                              tflops=flop(tc["conv"]["layer"]) / best["ms"] / 1e9))
     for ax, rows, ref_name, title in ((axes[0], gemm_rows, "cuBLAS", f"GEMM {tc['gemm']['size']}x{tc['gemm']['size']}x{tc['gemm']['size']}, fp16 in, fp32 sums"),
-                                      (axes[1], conv_rows, "cuDNN", "conv 3x3, N=32 C=64 56x56 K=64, fp16")):
+                                      (axes[1], conv_rows, "cuDNN", f"{describe(tc['conv']['layer'])}, fp16")):
         lib = [r for r in rows if r["name"].startswith(ref_name)][0]
         colours = ["tab:green" if r["name"].startswith(ref_name) else "tab:blue" for r in rows]
         ax.barh([_short(r["name"]) for r in rows], [r["tflops"] for r in rows], color=colours)
@@ -328,9 +284,9 @@ def plot_autotune(results: dict):
     fig, axes = plt.subplots(1, len(layers), figsize=(4.2 * len(layers), 3.8))
     for ax, layer in zip(axes, layers):
         ok = [r for r in layer["ranking"] if r["status"] == "ok" and r["ms"] is not None]
-        ax.barh([r["name"] for r in ok], [r["ms"] for r in ok],
+        ax.barh([ALGORITHMS[r["name"]].label for r in ok], [r["ms"] for r in ok],
                 color=["tab:orange" if i == 0 else "tab:blue" for i in range(len(ok))])
-        ax.axvline(layer["cudnn_fp32_ms"], color="tab:green", lw=2, label=f"cuDNN fp32 {layer['cudnn_fp32_ms']:.3f} ms")
+        ax.axvline(layer["library"]["ms"], color="tab:green", lw=2, label=f"cuDNN fp32 {layer['library']['ms']:.3f} ms")
         ax.invert_yaxis()
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

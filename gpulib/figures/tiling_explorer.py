@@ -1,4 +1,4 @@
-"""16.3: the tiling explorer. Pick a tile size and a thread block of the direct convolution;
+"""16.3, figure: the tiling explorer. Pick a tile size and a thread block of the direct convolution;
 see the input tile with its halo that the block reads, the filter, the outputs it computes,
 and how often each input element is read from global memory, for version 1 and version 2.
 
@@ -12,8 +12,8 @@ from functools import lru_cache
 import numpy as np
 
 from gpulib.conv import direct
-from gpulib.plotting import png_bytes
-from gpulib.reference import conv_output_size
+from gpulib.conv.shapes import conv_output_size
+from gpulib.figures.style import png_bytes
 from gpulib.trace import trace
 
 

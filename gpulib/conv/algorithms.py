@@ -1,0 +1,126 @@
+"""16.4-16.5: the one registry of convolution algorithms, as cuDNN keeps one enum of them.
+
+``ALGORITHMS[name]`` is an ``Algorithm``: its cuDNN name (CUDNN_CONVOLUTION_FWD_ALGO_<cudnn>),
+``run(X, W, b=None, padding=0, stride=1, *, out=None)``, ``supports(W_shape, stride)`` (the
+reason it cannot run a layer, or ""), ``workspace`` (extra device bytes) and
+``multiplications`` for a layer, the precision it multiplies in, and its backward pass where
+it has one of its own. The auto-tuner, the CNN layer, the algorithm figure and the
+benchmarks all read this table; adding an algorithm is adding one entry.
+
+    direct                 16.3, the direct kernel (version 2 on a GPU, 1 on the simulator)
+    gemm                   16.4, im2col + GEMM (cuBLAS on a GPU); backward through col2im
+    implicit_gemm          16.4, the GEMM without X_col, indices split on every load
+    implicit_precomp_gemm  16.4, the same with a precomputed (c, r, s) table
+    fft                    16.5, FFT of the padded input and filters, product in Numba
+    winograd               16.5, Winograd F(2x2, 3x3) in one kernel
+    winograd_nonfused      16.5, Winograd F(2x2, 3x3) in four kernels
+    tc_implicit_gemm       16.5, implicit GEMM on the tensor cores, NCHW, fp16 in, fp32 sums
+    tc_implicit_gemm_nhwc  16.5, the same in NHWC with asynchronous copies
+
+``conv2d(X, W, b, padding, stride, algorithm=name)`` runs any of them; ``algorithm="auto"``
+runs the auto-tuner's cached pick for the layer's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
+from gpulib.conv import direct, fft, im2col, implicit_gemm, winograd
+from gpulib.conv.shapes import check_conv_inputs, conv_output_size
+from gpulib.tensorcore import conv as tensorcore_conv
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A way to compute Y = conv(X, W) + b, with the cuDNN algorithm it corresponds to."""
+
+    name: str
+    label: str  # how tables and figures print it
+    cudnn: str
+    run: Callable  # run(X, W, b=None, padding=0, stride=1, *, out=None) -> Y on the device
+    supports: Callable  # supports(W_shape, stride) -> "" or the reason it cannot
+    workspace: Callable  # workspace(X_shape, W_shape, padding, stride) -> extra device bytes
+    multiplications: Callable  # multiplications(X_shape, W_shape, padding, stride) -> count
+    precision: str = "fp32"  # what its multiplications take: "fp32", or "fp16" on the tensor cores
+    backward: Callable | None = None  # (X, W, dY, padding, stride, *, need_dX, out) -> (dX, dW)
+
+
+def _any_layer(W_shape, stride) -> str:
+    return ""
+
+
+def _no_workspace(X_shape, W_shape, padding, stride) -> int:
+    return 0
+
+
+def direct_multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    """N·K·H'·W'·C·R·S: one multiplication per filter tap per output, as every GEMM form does."""
+    N, C, H, Wd = X_shape
+    K, _, R, S = W_shape
+    return N * K * conv_output_size(H, R, padding, stride) * conv_output_size(Wd, S, padding, stride) * C * R * S
+
+
+def _x_col_bytes(X_shape, W_shape, padding, stride) -> int:
+    """X_col [C·R·S, N·H'·W'] and Y_mat [K, N·H'·W'], float32."""
+    N, C, H, Wd = X_shape
+    K, _, R, S = W_shape
+    pixels = N * conv_output_size(H, R, padding, stride) * conv_output_size(Wd, S, padding, stride)
+    return 4 * (C * R * S + K) * pixels
+
+
+def _table_bytes(X_shape, W_shape, padding, stride) -> int:
+    """The precomputed variant's (c, r, s) table: 3 int32 per row of X_col."""
+    return 12 * W_shape[1] * W_shape[2] * W_shape[3]
+
+
+_TABLE = [
+    Algorithm("direct", "direct", "DIRECT", direct.conv2d_direct, _any_layer, _no_workspace,
+              direct_multiplications),
+    Algorithm("gemm", "im2col + GEMM", "GEMM", im2col.conv2d_im2col, _any_layer, _x_col_bytes,
+              direct_multiplications, backward=im2col.conv2d_im2col_backward),
+    Algorithm("implicit_gemm", "implicit GEMM", "IMPLICIT_GEMM", implicit_gemm.conv2d_implicit_gemm, _any_layer,
+              _no_workspace, direct_multiplications),
+    Algorithm("implicit_precomp_gemm", "implicit precomp GEMM", "IMPLICIT_PRECOMP_GEMM",
+              implicit_gemm.conv2d_implicit_precomp_gemm, _any_layer, _table_bytes, direct_multiplications),
+    Algorithm("fft", "FFT", "FFT", fft.conv2d_fft, _any_layer, fft.workspace_bytes, fft.multiplications),
+    Algorithm("winograd", "Winograd (fused)", "WINOGRAD", winograd.conv2d_winograd, winograd.supports,
+              winograd.workspace_bytes, winograd.multiplications),
+    Algorithm("winograd_nonfused", "Winograd (non-fused)", "WINOGRAD_NONFUSED", winograd.conv2d_winograd_nonfused,
+              winograd.supports, winograd.nonfused_workspace_bytes, winograd.multiplications),
+    Algorithm("tc_implicit_gemm", "tensor-core implicit GEMM (NCHW)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
+              partial(tensorcore_conv.conv2d_tc, version="v1"), _any_layer,
+              partial(tensorcore_conv.workspace_bytes, version="v1"), direct_multiplications, precision="fp16"),
+    Algorithm("tc_implicit_gemm_nhwc", "tensor-core implicit GEMM (NHWC)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
+              partial(tensorcore_conv.conv2d_tc, version="v2"), _any_layer,
+              partial(tensorcore_conv.workspace_bytes, version="v2"), direct_multiplications, precision="fp16"),
+]
+ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}
+NAMES = tuple(ALGORITHMS)
+
+
+def of_precision(precision: str = "fp32") -> list[Algorithm]:
+    """The algorithms that multiply in ``precision`` (the auto-tuner compares like with like)."""
+    return [a for a in ALGORITHMS.values() if a.precision == precision]
+
+
+def get(algorithm: str, X=None, W=None, b=None, padding: int = 0, stride: int = 1) -> Algorithm:
+    """The registry entry for ``algorithm``; "auto" asks the auto-tuner (which needs the layer)."""
+    if algorithm == "auto":
+        from gpulib.conv import autotune  # the auto-tuner reads this registry
+
+        return ALGORITHMS[autotune.choose(X, W, b, padding, stride).name]
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {NAMES + ('auto',)}")
+    return ALGORITHMS[algorithm]
+
+
+def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, *, algorithm: str = "direct", out=None):
+    """Y = conv(X, W) + b by ``algorithm`` (a name of ``ALGORITHMS`` or "auto"); Y on the device."""
+    check_conv_inputs(X, W, b, padding, stride)
+    alg = get(algorithm, X, W, b, padding, stride)
+    reason = alg.supports(tuple(W.shape), stride)
+    if reason:
+        raise ValueError(f"algorithm {alg.name!r} cannot run this layer: {reason}")
+    return alg.run(X, W, b, padding, stride, out=out)
