@@ -6,17 +6,21 @@ import pytest
 matplotlib.use("Agg")
 
 import gpulib  # noqa: E402
-from gpulib.conv import bench  # noqa: E402
-from gpulib.plotting import use_korean_font  # noqa: E402
+from gpulib.bench import conv_direct as bench  # noqa: E402
+from gpulib.bench.layers import LAYER  # noqa: E402
+from gpulib.figures.style import use_korean_font  # noqa: E402
 
 
 def test_stored_results_name_device_date_and_every_rung():
     results = bench.load()
-    assert results["device"] and results["date"] and results["layer"] == bench.LAYER
+    assert results["device"] and results["date"] and results["layer"] == LAYER
     names = [r["name"] for r in results["rows"]]
     assert names[0] == "gpulib direct v1" and names[-1].startswith("cuDNN")
     assert all(r["rel_err"] < 1e-5 for r in results["rows"])  # each was checked before timing
-    assert "vs cuDNN" in bench.table(results)
+    assert results["rows"][-1]["name"] == results["library"] and results["rows"][-1]["vs_library"] == 1.0
+    speeds = [r["vs_library"] for r in results["rows"]]
+    assert speeds == sorted(speeds)  # each rung faster than the last, cuDNN fastest
+    assert "of cuDNN" in bench.table(results)
 
 
 def test_plot_of_stored_results():

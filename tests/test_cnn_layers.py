@@ -20,7 +20,7 @@ def test_conv_backward_matches_reference(case):
     Y_shape = ref.conv2d(X, W, None, p, s).shape
     dY = np.random.default_rng(case["seed"] + 7).standard_normal(Y_shape).astype(np.float32)
     outs = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape), gpulib.poisoned((W.shape[0],))
-    dX, dW, db = cnn.conv2d_backward(X, W, dY, p, s, outs=outs)
+    dX, dW, db = cnn.conv2d_backward(X, W, dY, p, s, out=outs)
     want = ref.conv2d_backward(X, W, dY, p, s)
     sizes = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), p, s)  # sizes of summed terms
     for name, got, expected, size in zip(("dX", "dW", "db"), (dX, dW, db), want, sizes):
@@ -42,7 +42,7 @@ def test_pooling_forward_and_backward(case):
     X = rng.standard_normal(shape).astype(np.float32)
     out_shape = (shape[0], shape[1], shape[2] // size, shape[3] // size)
     dY = rng.standard_normal(out_shape).astype(np.float32)
-    Y, argmax = cnn.max_pool2d(X, size, gpulib.poisoned(out_shape), gpulib.poisoned(out_shape, np.int32))
+    Y, argmax = cnn.max_pool2d(X, size, out=(gpulib.poisoned(out_shape), gpulib.poisoned(out_shape, np.int32)))
     gpulib.validate(Y, ref.max_pool2d(X, size), name="max pool")
     dX = cnn.max_pool2d_backward(dY, argmax, shape, size, out=gpulib.poisoned(shape))
     gpulib.validate(dX, ref.max_pool2d_backward(X, dY, size), name="max pool dX")
@@ -76,6 +76,9 @@ def test_relu_forward_and_backward(rng):
     (lambda X: cnn.relu_backward(X, X[:, :2].copy()), "H has shape"),
     (lambda X: cnn.conv2d_backward(X, np.ones((4, 3, 3, 3), np.float32), np.ones((2, 4, 5, 4), np.float32)),
      r"dY must have the output's shape \(2, 4, 6, 4\)"),
+    (lambda X: cnn.conv2d_backward(X, np.ones((4, 3, 3, 3), np.float32), np.ones((2, 4, 6, 4), np.float32),
+                                   out=(None, None)), r"out must be a tuple of 3 arrays or Nones \(dX, dW, db\)"),
+    (lambda X: cnn.max_pool2d(X, 2, out=np.ones((2, 3, 4, 3), np.float32)), "out must be a tuple of 2"),
 ])
 def test_bad_input(call, message):
     X = np.ones((2, 3, 8, 6), np.float32)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import gpulib
 from gpulib import reference as ref
-from gpulib.conv import VERSIONS, conv2d
+from gpulib.conv.direct import VERSIONS, conv2d_direct as conv2d
 from conftest import MAX_EXAMPLES
 
 
@@ -42,7 +42,7 @@ def test_direct_conv_matches_reference(version, group, case):
     p, s = case["padding"], case["stride"]
     want = ref.conv2d(X, W, b, p, s)
     out = gpulib.poisoned(want.shape)
-    conv2d(X, W, b, p, s, version, out=out, channels_per_block=group)
+    conv2d(X, W, b, p, s, version=version, out=out, channels_per_block=group)
     gpulib.validate(out, want, scale=ref.conv2d_magnitude(X, W, b, p, s).max(), name=version)
 
 

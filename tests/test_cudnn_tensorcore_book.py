@@ -6,8 +6,10 @@ import matplotlib.pyplot as plt
 import pytest
 
 import gpulib
-from gpulib.conv import cudnn_engines
-from gpulib.tensorcore import bench
+from gpulib.bench import cudnn_engines
+from gpulib.bench import cudnn_tensorcore as bench
+from gpulib.bench.layers import LAYERS
+from gpulib.conv.algorithms import ALGORITHMS
 
 
 @pytest.fixture(scope="module")
@@ -23,16 +25,22 @@ def test_stored_results_hold_every_part_and_every_row_was_checked(stored):
     conv = [r["name"] for r in stored["tensor_cores"]["conv"]["rows"]]
     assert conv[0].startswith("gpulib tensor-core conv v1") and conv[1].startswith("gpulib tensor-core conv v2")
     assert conv[-1].startswith("cuDNN fp16")
-    for row in stored["tensor_cores"]["gemm"]["rows"] + stored["tensor_cores"]["conv"]["rows"]:
-        assert row["ms"] > 0 and row["rel_err"] < 1e-3  # fp16 operands, fp32 sums
+    for part in ("gemm", "conv"):
+        rows = stored["tensor_cores"][part]["rows"]
+        assert rows[-1]["name"] == stored["tensor_cores"][part]["library"] and rows[-1]["vs_library"] == 1.0
+        for row in rows:
+            assert row["ms"] > 0 and row["rel_err"] < 1e-3  # fp16 operands, fp32 sums
+            assert abs(row["vs_library"] - rows[-1]["ms"] / row["ms"]) < 1e-9  # the one ratio: higher is faster
     formats = {(r["op"].split()[0], r["format"]) for r in stored["precision"]}
     assert formats == {(op, f) for op in ("GEMM", "conv") for f in ("fp32", "tf32", "fp16", "bf16")}
 
 
 def test_stored_auto_tuner_rankings_are_consistent_and_pick_a_checked_algorithm(stored):
-    assert [layer["title"] for layer in stored["autotune"]] == list(bench.LAYERS)
+    assert [layer["title"] for layer in stored["autotune"]] == list(LAYERS)
     for layer in stored["autotune"]:
         ranking = layer["ranking"]
+        assert all(r["name"] in ALGORITHMS for r in ranking)  # the registry's names
+        assert all(r["vs_library"] == layer["library"]["ms"] / r["ms"] for r in ranking if r["ms"])
         assert ranking[0]["status"] == "ok" and ranking[0]["ms"] is not None  # the pick passed its check
         ok_times = [r["ms"] for r in ranking if r["status"] == "ok"]
         assert ok_times == sorted(ok_times)

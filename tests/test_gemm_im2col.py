@@ -11,21 +11,21 @@ from gpulib import gemm
 from gpulib import reference as ref
 from gpulib.conv import direct
 from gpulib.conv import im2col as I
-from gpulib.conv import implicit_gemm as IG
+from gpulib.conv.algorithms import ALGORITHMS
 from conftest import MAX_EXAMPLES
 from test_conv_direct import conv_cases, make
 
 
-@pytest.mark.parametrize("method", gemm.METHODS)
+@pytest.mark.parametrize("version", gemm.VERSIONS)
 @settings(max_examples=MAX_EXAMPLES, deadline=None)
 @given(M=st.integers(1, 40), K=st.integers(1, 24), N=st.integers(1, 40), seed=st.integers(0, 2**31))
-def test_gemm_matches_numpy_on_sizes_that_are_not_tile_multiples(method, M, K, N, seed):
+def test_gemm_matches_numpy_on_sizes_that_are_not_tile_multiples(version, M, K, N, seed):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
-    C = gemm.matmul(A, B, method, out=gpulib.poisoned((M, N)))
+    C = gemm.matmul(A, B, version=version, out=gpulib.poisoned((M, N)))
     scale = (np.abs(A).astype(np.float64) @ np.abs(B)).max()
-    gpulib.validate(C, A.astype(np.float64) @ B, scale=scale, name=method)
+    gpulib.validate(C, A.astype(np.float64) @ B, scale=scale, name=version)
 
 
 @pytest.mark.parametrize("shape", [gemm.kernels.V3, gemm.kernels.V3_SMALL, gemm.kernels.V3_SIM,
@@ -35,26 +35,27 @@ def test_gemm_v3_tile_shapes_on_a_ragged_product(shape, rng):
     # 130 x 70 x 21: one full 128-row tile plus 2 rows, and K not a multiple of BK
     A = rng.standard_normal((130, 21)).astype(np.float32)
     B = rng.standard_normal((21, 70)).astype(np.float32)
-    C = gemm.matmul(A, B, "v3", out=gpulib.poisoned((130, 70)), shape=shape)
+    C = gemm.matmul(A, B, version="v3", out=gpulib.poisoned((130, 70)), shape=shape)
     gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
 
 
-@pytest.mark.parametrize("method", gemm.METHODS)
+@pytest.mark.parametrize("version", gemm.VERSIONS)
 @pytest.mark.parametrize("trans_a, trans_b", [(True, False), (False, True), (True, True)])
-def test_gemm_transposed_operands_are_views(method, trans_a, trans_b, rng):
+def test_gemm_transposed_operands_are_views(version, trans_a, trans_b, rng):
     A = rng.standard_normal((13, 9)).astype(np.float32)  # op(A) [13, 9]
     B = rng.standard_normal((9, 11)).astype(np.float32)  # op(B) [9, 11]
     A_stored = np.ascontiguousarray(A.T) if trans_a else A
     B_stored = np.ascontiguousarray(B.T) if trans_b else B
-    C = gemm.matmul(A_stored, B_stored, method, out=gpulib.poisoned((13, 11)), trans_a=trans_a, trans_b=trans_b)
-    gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max(), name=method)
+    C = gemm.matmul(A_stored, B_stored, version=version, out=gpulib.poisoned((13, 11)), trans_a=trans_a,
+                    trans_b=trans_b)
+    gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max(), name=version)
 
 
 def test_gemm_rejects_mismatched_inner_dimensions():
     with pytest.raises(ValueError, match=r"inner dimensions do not match: A is \(3, 4\) and B is \(5, 2\)"):
         gemm.matmul(np.ones((3, 4), np.float32), np.ones((5, 2), np.float32))
-    with pytest.raises(ValueError, match="unknown method"):
-        gemm.matmul(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32), "v7")
+    with pytest.raises(ValueError, match="unknown version 'v7'"):
+        gemm.matmul(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32), version="v7")
 
 
 def test_library_is_numpy_without_a_gpu():
@@ -92,11 +93,11 @@ def test_reference_conv_is_w_mat_times_x_col(rng):
     np.testing.assert_allclose(Y_mat.reshape(4, 2, 6, 5).transpose(1, 0, 2, 3), ref.conv2d(X, W, None, 1))
 
 
-VARIANTS = [
-    ("im2col + gemm v3", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, "v3", out=out)),
-    ("im2col + library", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, "library", out=out)),
-    ("implicit gemm", lambda X, W, b, p, s, out: IG.conv2d_implicit_gemm(X, W, b, p, s, False, out=out)),
-    ("implicit precomp gemm", lambda X, W, b, p, s, out: IG.conv2d_implicit_gemm(X, W, b, p, s, True, out=out)),
+VARIANTS = [  # every GEMM form of the registry, and im2col with the book's own GEMM
+    ("im2col + gemm v3", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, out=out, gemm="v3")),
+    ("im2col + library", ALGORITHMS["gemm"].run),
+    ("implicit gemm", ALGORITHMS["implicit_gemm"].run),
+    ("implicit precomp gemm", ALGORITHMS["implicit_precomp_gemm"].run),
 ]
 
 
@@ -106,26 +107,28 @@ VARIANTS = [
 def test_gemm_convolutions_match_the_direct_convolution(name, conv, case):
     X, W, b = make(case)
     p, s = case["padding"], case["stride"]
-    direct_Y = direct.conv2d(X, W, b, p, s, "v1").copy_to_host()
-    Y = conv(X, W, b, p, s, gpulib.poisoned(direct_Y.shape))
+    direct_Y = direct.conv2d_direct(X, W, b, p, s, version="v1").copy_to_host()
+    Y = conv(X, W, b, p, s, out=gpulib.poisoned(direct_Y.shape))
     scale = ref.conv2d_magnitude(X, W, b, p, s).max()
     gpulib.validate(Y, direct_Y.astype(np.float64), scale=scale, name=name)
 
 
-@pytest.mark.parametrize("gemm_method", ["v3", "library"])
+@pytest.mark.parametrize("gemm_version", ["v3", "library"])
 @settings(max_examples=max(4, MAX_EXAMPLES // 3), deadline=None)
 @given(case=conv_cases())
-def test_conv_backward_through_col2im_matches_the_reference(gemm_method, case):
+def test_conv_backward_through_col2im_matches_the_reference(gemm_version, case):
     X, W, _ = make(case)
     p, s = case["padding"], case["stride"]
     dY = np.random.default_rng(case["seed"] + 1).standard_normal(ref.conv2d(X, W, None, p, s).shape)
     dY = dY.astype(np.float32)
     want_dX, want_dW, _ = ref.conv2d_backward(X, W, dY, p, s)
-    dX, dW = I.conv2d_im2col_backward(X, W, dY, p, s, gemm_method=gemm_method)
+    out = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape)  # both outputs must be written
+    dX, dW = I.conv2d_im2col_backward(X, W, dY, p, s, gemm=gemm_version, out=out)
+    assert dX is out[0] and dW is out[1]
     mags = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), p, s)
     gpulib.validate(dW, want_dW, scale=mags[1].max(), name="dW")
     gpulib.validate(dX, want_dX, scale=mags[0].max(), name="dX")
-    none_dX, _ = I.conv2d_im2col_backward(X, W, dY, p, s, need_dX=False, gemm_method=gemm_method)
+    none_dX, _ = I.conv2d_im2col_backward(X, W, dY, p, s, need_dX=False, gemm=gemm_version)
     assert none_dX is None
 
 
@@ -134,7 +137,7 @@ def test_gemm_convolutions_reject_a_filter_larger_than_the_image():
     W = np.ones((3, 2, 5, 5), np.float32)
     for _, conv in VARIANTS:
         with pytest.raises(ValueError, match="larger than the padded 4x4 image"):
-            conv(X, W, None, 0, 1, None)
+            conv(X, W, None, 0, 1, out=None)
 
 
 def test_the_chapters_cublas_argument_order_gives_the_row_major_product(rng):

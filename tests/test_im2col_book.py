@@ -5,8 +5,8 @@ import pytest
 
 import gpulib
 from gpulib import reference as ref
-from gpulib.conv import gemm_bench
-from gpulib.conv.im2col_widget import Im2colExample, Im2colExplorer, dot_product_text, figure
+from gpulib.bench import conv_gemm as gemm_bench
+from gpulib.figures.im2col_explorer import Im2colExample, Im2colExplorer, dot_product_text, figure
 
 
 @pytest.fixture(scope="module")
@@ -45,15 +45,18 @@ def test_stored_results_hold_every_part_and_were_checked():
     names = " ".join(row["name"] for row in r["layer"]["rows"])
     for part in ("im2col alone", "im2col + cuBLAS", "implicit precomp GEMM", "cuDNN"):
         assert part in names
-    for row in r["gemm"]["rows"] + r["layer"]["rows"]:
-        assert row["ms"] > 0
-        assert row["rel_err"] is None or row["rel_err"] < 1e-5
+    for part in ("gemm", "layer"):
+        rows = r[part]["rows"]
+        assert rows[-1]["name"] == r[part]["library"] and rows[-1]["vs_library"] == 1.0
+        for row in rows:
+            assert row["ms"] > 0 and abs(row["vs_library"] - rows[-1]["ms"] / row["ms"]) < 1e-9
+            assert row["rel_err"] is None or row["rel_err"] < 1e-5
     filters = [row for row in r["memory"]["rows"] if row["sweep"] == "filter" and row["method"] == "im2col"]
     for row in filters:  # X_col really is about R·S times X, and the measured bytes agree
         assert abs(row["x_col_bytes"] / row["x_bytes"] - row["R"] ** 2) < 1e-9
         assert abs(row["x_col_measured_bytes"] - row["x_col_bytes"]) < 4 * 2**20
     text = gemm_bench.table(r)
-    assert "cuBLAS sgemm" in text and "Memory" in text
+    assert "cuBLAS sgemm" in text and "Memory" in text and "of cuBLAS" in text and "of cuDNN" in text
 
 
 def test_the_plots_draw_from_stored_results():

@@ -19,7 +19,7 @@ def test_tensor_core_gemm_is_the_fp16_product_summed_in_fp32(version, M, K, N, s
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
-    C = T.matmul_tc(A, B, version)
+    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((M, N)))  # any unwritten element fails
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
     gpulib.validate(C, T.reference(A, B), scale=scale, name="tensor cores")  # fp32 rounding only
 
@@ -28,7 +28,7 @@ def test_fp16_rounding_of_the_operands_is_what_differs_from_fp32(rng):
     A = rng.standard_normal((32, 64)).astype(np.float32)
     B = rng.standard_normal((64, 16)).astype(np.float32)
     exact = A.astype(np.float64) @ B
-    err = np.abs(T.matmul_tc(A, B) - exact).max() / np.abs(exact).max()
+    err = np.abs(T.matmul_tc(A, B).copy_to_host() - exact).max() / np.abs(exact).max()
     assert 1e-5 < err < 1e-2  # fp16 has an 11-bit significand: about 3 decimal digits
 
 
@@ -36,7 +36,7 @@ def test_mismatched_shapes_are_a_value_error():
     with pytest.raises(ValueError, match="inner dimensions do not match"):
         T.matmul_tc(np.ones((16, 8), np.float32), np.ones((16, 8), np.float32))
     with pytest.raises(ValueError, match="unknown version .v9.; choose one of"):
-        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), "v9")
+        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version="v9")
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
@@ -88,7 +88,7 @@ def test_the_kernel_uses_tensor_core_instructions():
     if not gpulib.on_gpu():
         pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
     for version in T.VERSIONS:
-        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version)
+        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version=version)
         sass = "\n".join(getattr(T, f"tc_gemm_{version}_kernel").inspect_sass().values())
         assert "HMMA" in sass, version
         if version in ("v2", "v3", "v4"):  # fragments from shared memory: ldmatrix
@@ -98,10 +98,11 @@ def test_the_kernel_uses_tensor_core_instructions():
 
 
 def test_benchmark_layers_are_valid_and_measuring_needs_a_gpu():
-    from gpulib.conv.direct import check_conv_inputs
-    from gpulib.tensorcore import bench
+    from gpulib.bench import cudnn_tensorcore as bench
+    from gpulib.bench.layers import LAYERS
+    from gpulib.conv.shapes import check_conv_inputs
 
-    for L in bench.LAYERS.values():
+    for L in LAYERS.values():
         X = np.empty((1, L["C"], L["H"], L["W"]), np.float32)
         check_conv_inputs(X, np.empty((L["K"], L["C"], L["R"], L["S"]), np.float32), None, L["padding"], L["stride"])
     if gpulib.on_simulator():
@@ -114,4 +115,5 @@ def test_tensor_core_gemm_over_several_blocks_and_steps(version, rng):
     A = rng.standard_normal((200, 72)).astype(np.float32)  # 2 x 2 blocks of 128, K = 72 (2.25 tiles of 32)
     B = rng.standard_normal((72, 150)).astype(np.float32)
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
-    gpulib.validate(T.matmul_tc(A, B, version), T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version}")
+    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((200, 150)))
+    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version}")

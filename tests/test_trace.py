@@ -134,8 +134,8 @@ def test_out_of_bounds_access_is_an_error():
 def test_tile_explorer_counts_come_from_the_trace(monkeypatch):
     import matplotlib
     matplotlib.use("Agg")
-    from gpulib.conv.widget import TileExplorer, traced_layer
-    from gpulib.plotting import use_korean_font
+    from gpulib.figures.tiling_explorer import TileExplorer, traced_layer
+    from gpulib.figures.style import use_korean_font
     use_korean_font()
 
     t1, layer = traced_layer("v1", 4)

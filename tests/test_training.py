@@ -8,13 +8,13 @@ import pytest
 
 matplotlib.use("Agg")
 
-from gpulib.plotting import use_korean_font  # noqa: E402
+from gpulib.figures.style import use_korean_font  # noqa: E402
 
 assert use_korean_font(), "the NanumGothic font of koreanize-matplotlib should be installed"
 
 from gpulib.data import Split, load_digits
 from gpulib.mlp import MLP, History, train
-from gpulib.mlp.widget import LearningRateExplorer, quadratic_path
+from gpulib.figures.learning_rate_explorer import LearningRateExplorer, quadratic_path
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 import gpulib
 from gpulib import reference as ref
 from gpulib.conv import fft, winograd
+from gpulib.conv.algorithms import ALGORITHMS, direct_multiplications
 from conftest import MAX_EXAMPLES
 
 
@@ -31,18 +32,19 @@ def test_one_tile_needs_16_multiplications_and_matches_the_direct_sum(rng):
     d, g = rng.standard_normal((4, 4)), rng.standard_normal((3, 3))
     direct = np.array([[(d[y:y + 3, x:x + 3] * g).sum() for x in range(2)] for y in range(2)])
     np.testing.assert_allclose(winograd.reference_tile(d, g), direct, rtol=1e-12, atol=1e-12)
-    plain, fast = winograd.multiplications(N=1, C=1, H=6, W=6, K=1, padding=1)
-    assert plain / fast == 36 / 16
+    layer = (1, 1, 6, 6), (1, 1, 3, 3), 1, 1
+    assert direct_multiplications(*layer) / winograd.multiplications(*layer) == 36 / 16
 
 
-@pytest.mark.parametrize("fused", [True, False], ids=["WINOGRAD", "WINOGRAD_NONFUSED"])
+@pytest.mark.parametrize("conv", [winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused],
+                         ids=["WINOGRAD", "WINOGRAD_NONFUSED"])
 @settings(max_examples=max(4, MAX_EXAMPLES // 2), deadline=None)
 @given(case=three_by_three())
-def test_winograd_matches_the_reference(fused, case):
+def test_winograd_matches_the_reference(conv, case):
     X, W, b = _layer(case)
     p = case["padding"]
     want = ref.conv2d(X, W, b, p)
-    Y = winograd.conv2d_winograd(X, W, b, p, fused=fused, out=gpulib.poisoned(want.shape))
+    Y = conv(X, W, b, p, out=gpulib.poisoned(want.shape))
     # the transforms add and subtract up to 4x4 inputs and filters: scale by their magnitudes
     scale = ref.conv2d_magnitude(X, W, b, p).max() * 4
     gpulib.validate(Y, want, scale=scale, name="winograd")
@@ -53,7 +55,7 @@ def test_winograd_rejects_what_it_cannot_compute():
     with pytest.raises(ValueError, match="needs a 3x3 filter and stride 1, not a 5x5 filter"):
         winograd.conv2d_winograd(X, np.ones((2, 2, 5, 5), np.float32))
     with pytest.raises(ValueError, match="stride 2"):
-        winograd.conv2d_winograd(X, np.ones((2, 2, 3, 3), np.float32), stride=2)
+        winograd.conv2d_winograd_nonfused(X, np.ones((2, 2, 3, 3), np.float32), stride=2)
 
 
 @settings(max_examples=max(4, MAX_EXAMPLES // 2), deadline=None)
@@ -69,15 +71,18 @@ def test_fft_convolution_matches_the_reference(R, stride, case):
 
 
 def test_workspaces_grow_as_expected():
-    assert winograd.workspace_bytes(1, 4, 8, 8, 2, fused=True) == 4 * 16 * 2 * 4
-    assert winograd.workspace_bytes(1, 4, 8, 8, 2, fused=False) > winograd.workspace_bytes(1, 4, 8, 8, 2)
-    assert fft.workspace_bytes(1, 1, 6, 6, 1) == 8 * 6 * 4 * 3
+    X_shape, W_shape = (1, 4, 8, 8), (2, 4, 3, 3)
+    assert winograd.workspace_bytes(X_shape, W_shape, 1) == 4 * 16 * 2 * 4  # U [16, K, C]
+    tiles = 4 * 4  # an 8x8 output in 2x2 tiles
+    assert winograd.nonfused_workspace_bytes(X_shape, W_shape, 1) == 4 * 16 * (2 * 4 + tiles * (4 + 2))
+    assert fft.workspace_bytes((1, 1, 6, 6), (1, 1, 3, 3)) == 8 * 6 * 4 * 3
 
 
 def test_algorithm_costs_follow_the_formulas_and_the_figure_draws():
     import matplotlib.pyplot as plt
 
-    from gpulib.conv import algorithm_figure, autotune
+    from gpulib.conv.algorithms import of_precision
+    from gpulib.figures import conv_algorithms as algorithm_figure
 
     L = algorithm_figure.LAYER
     rows = {r["cudnn"]: r for r in algorithm_figure.costs(L)}
@@ -92,7 +97,10 @@ def test_algorithm_costs_follow_the_formulas_and_the_figure_draws():
     assert five["GEMM"]["multiplications"] / direct == 25 / 9
     assert five["FFT"]["multiplications"] / rows["FFT"]["multiplications"] < 1.2
     assert five["WINOGRAD"]["multiplications"] is None and five["WINOGRAD"]["extra_bytes"] is None
-    assert [r["name"] for r in algorithm_figure.costs(L)] == [a.name for a in autotune.ALGORITHMS]
+    assert [r["name"] for r in algorithm_figure.costs(L)] == [a.name for a in of_precision("fp32")]
+    for alg in ALGORITHMS.values():  # every entry of the registry counts its own costs
+        assert alg.multiplications((2, 3, 8, 8), (4, 3, 3, 3), 1, 1) > 0
+        assert alg.workspace((2, 3, 8, 8), (4, 3, 3, 3), 1, 1) >= 0
     fig = algorithm_figure.draw()
     assert len(fig.axes) == 8
     plt.close(fig)

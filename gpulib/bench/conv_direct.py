@@ -62,7 +62,7 @@ def plot(results: dict, measured_live: bool):
 
     rows = results["rows"]
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    names = [r["name"].replace("gpulib ", "").replace(" (torch, benchmark=True, TF32 off)", "") for r in rows]
+    names = [M.short_name(r["name"]) for r in rows]
     colors = ["tab:gray" if r["version"] == "v1" else "tab:green" if r["version"] == "cudnn" else "tab:blue"
               for r in rows]
     ax.barh(names, [r["ms"] for r in rows], color=colors)

@@ -195,11 +195,6 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _short(name: str) -> str:
-    return (name.replace("gpulib ", "").replace(" (torch, benchmark=True, TF32 off)", "")
-            .replace(" (CuPy, TF32 off)", "").replace("/thread", ""))
-
-
 def plot_speed(results: dict, measured_live: bool):
     """Left: the GEMM ladder on 4096³ against cuBLAS; right: every way to compute the layer,
     time in ms (log scale), each labelled with its TFLOP/s and its speed as a share of cuDNN's."""
@@ -212,7 +207,7 @@ def plot_speed(results: dict, measured_live: bool):
                   cudnn="tab:green")
     for ax, rows, library in ((ax_g, results["gemm"]["rows"], "cuBLAS"), (ax_l, results["layer"]["rows"], "cuDNN")):
         ms = [r["ms"] for r in rows]
-        ax.barh([_short(r["name"]) for r in rows], ms, color=[colour.get(r["kind"], "tab:blue") for r in rows])
+        ax.barh([M.short_name(r["name"]) for r in rows], ms, color=[colour.get(r["kind"], "tab:blue") for r in rows])
         for i, r in enumerate(rows):
             note = f"{library}의 {M.ratio_text(r['vs_library'])} 속도"
             rate = f"{r['tflops']:.1f} TFLOP/s, " if r.get("tflops") else ""

@@ -191,7 +191,7 @@ def table(results: dict, parts=PARTS) -> str:
         for layer in results["autotune"]:
             library = layer["library"]
             lines.append(f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), "
-                         f"{library['name']} {library['ms']:.3f} ms")
+                         f"cuDNN fp32 {library['ms']:.3f} ms")
             ranking = _ranking(layer)
             rows = autotune.table(ranking).splitlines()
             rows[0] += f" {'of cuDNN':>9}"
@@ -217,11 +217,6 @@ def table(results: dict, parts=PARTS) -> str:
     return "\n".join(lines)
 
 
-def _short(name: str) -> str:
-    return (name.replace("gpulib ", "").replace(" (torch, channels_last, benchmark=True)", " (torch)")
-            .replace(" (CuPy)", "").replace("tensor-core ", "TC "))
-
-
 def plot_tensor_cores(results: dict):
     """Left: the tensor-core GEMM ladder against cuBLAS fp16 (TFLOP/s); middle: the 16.3 layer in
     fp16, gpulib's conv against cuDNN (and cuDNN's fastest own plan, if listed); right: time
@@ -243,9 +238,9 @@ def plot_tensor_cores(results: dict):
                                       (axes[1], conv_rows, "cuDNN", f"{describe(tc['conv']['layer'])}, fp16")):
         lib = [r for r in rows if r["name"].startswith(ref_name)][0]
         colours = ["tab:green" if r["name"].startswith(ref_name) else "tab:blue" for r in rows]
-        ax.barh([_short(r["name"]) for r in rows], [r["tflops"] for r in rows], color=colours)
+        ax.barh([M.short_name(r["name"]) for r in rows], [r["tflops"] for r in rows], color=colours)
         for i, r in enumerate(rows):
-            ax.text(r["tflops"] * 1.02, i, f"{r['ms']:.3f} ms, {_short(lib['name'])}의 {lib['ms'] / r['ms']:.0%} 속도",
+            ax.text(r["tflops"] * 1.02, i, f"{r['ms']:.3f} ms, {M.short_name(lib['name'])}의 {lib['ms'] / r['ms']:.0%} 속도",
                     va="center", fontsize=8)
         ax.invert_yaxis()
         ax.set_xlim(0, max(r["tflops"] for r in rows) * 1.45)

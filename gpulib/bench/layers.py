@@ -1,4 +1,4 @@
-"""The layers the benchmarks measure, their random inputs and their arithmetic."""
+"""16.3-16.5: the layers the benchmarks measure, their random inputs and their arithmetic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The measuring library every benchmark uses: references, checked timing rows, one ratio, storage.
+"""16.3-16.5: the measuring library every benchmark uses: references, checked timing rows, one ratio, storage.
 
     reference_conv   the float64 answer of a layer (PyTorch in float64 on the GPU, NumPy without)
     magnitude        the size of the summed terms, the fair ``scale`` of a check
@@ -120,6 +120,17 @@ def with_ratio(rows: list[dict], library_ms: float) -> list[dict]:
 def ratio_text(vs_library: float | None) -> str:
     """How tables print the ratio: the percentage of the library's speed."""
     return "-" if vs_library is None else f"{vs_library:.1%}"
+
+
+_SHORT = (("gpulib ", ""), (" (torch, benchmark=True, TF32 off)", ""), (" (torch, channels_last, benchmark=True)", " (torch)"),
+          (" (CuPy, TF32 off)", ""), (" (CuPy)", ""), ("/thread", ""), ("tensor-core ", "TC "))
+
+
+def short_name(name: str) -> str:
+    """A row's name as a plot labels it: without "gpulib " and the library's settings."""
+    for long, short in _SHORT:
+        name = name.replace(long, short)
+    return name
 
 
 def rows_table(rows: list[dict], library: str, width: int = 58, indent: str = "  ") -> list[str]:

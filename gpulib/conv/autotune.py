@@ -18,7 +18,7 @@ from gpulib import reference as ref
 from gpulib.arrays import to_device, to_host
 from gpulib.check import ValidationError, poisoned, validate
 from gpulib.conv.algorithms import ALGORITHMS, of_precision
-from gpulib.conv.shapes import check_conv_inputs
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import BACKEND, cuda
 from gpulib.timing import benchmark
 
@@ -59,7 +59,7 @@ def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=
     algorithms = of_precision("fp32") if algorithms is None else algorithms
     timer = timer or _default_timer
     X, W = to_host(X).astype(np.float32), to_host(W).astype(np.float32)
-    b = np.zeros(W.shape[0], np.float32) if b is None else to_host(b).astype(np.float32)
+    b = to_host(bias_or_zeros(b, W.shape[0])).astype(np.float32)
     want = ref.conv2d(X, W, b, padding, stride) if reference is None else reference
     scale = ref.conv2d_magnitude(X, W, b, padding, stride).max() if scale is None else scale
     dX, dW, db = (to_device(a) for a in (X, W, b))

@@ -1,4 +1,4 @@
-"""``matmul``: one interface over the book's GEMM kernels and the library GEMM."""
+"""16.4: ``matmul``, one interface over the book's GEMM kernels and the library GEMM."""
 
 from __future__ import annotations
 

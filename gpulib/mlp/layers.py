@@ -23,7 +23,8 @@ def grid_2d(rows: int, cols: int):
     return (blocks(cols, bx), blocks(rows, by)), BLOCK_2D
 
 
-def _act_code(activation: str) -> int:
+def activation_code(activation: str) -> int:
+    """The kernels' code for an activation name; ValueError for an unknown one."""
     if activation not in kernels.ACTIVATION_CODES:
         raise ValueError(
             f"unknown activation {activation!r}; choose one of {tuple(kernels.ACTIVATION_CODES)}"
@@ -46,7 +47,7 @@ def _check_layer(X, W, b):
 
 def layer_forward(W, b, h_prev, activation: str = "relu", *, out=None):
     """One sample: h = σ(W h_prev + b), one thread per neuron."""
-    act = _act_code(activation)
+    act = activation_code(activation)
     require(W, "W", 2, layout="[n_out, n_in]")
     require(b, "b", 1, layout="[n_out]")
     require(h_prev, "h_prev", 1, layout="[n_in]")
@@ -63,7 +64,7 @@ def layer_forward(W, b, h_prev, activation: str = "relu", *, out=None):
 
 def dense_forward(X, W, b, activation: str = "relu", *, out=None):
     """A batch: H = σ(X Wᵀ + b), one thread per (sample, neuron)."""
-    act = _act_code(activation)
+    act = activation_code(activation)
     _check_layer(X, W, b)
     H = output(out, (X.shape[0], W.shape[0]))
     grid, block = grid_2d(X.shape[0], W.shape[0])
@@ -78,7 +79,7 @@ def dense_backward(X, W, H, dH, activation: str = "relu", *, need_dX: bool = Tru
     ``need_dX=False`` (the first layer, whose input is the data) dX is skipped and None.
     ``out`` may hold (dX, dW, db) output arrays.
     """
-    act = _act_code(activation)
+    act = activation_code(activation)
     require(X, "X", 2, layout="[N, n_in]")
     require(W, "W", 2, layout="[n_out, n_in]")
     require(H, "H", 2, layout="[N, n_out]")

@@ -19,7 +19,7 @@ class MLP:
     def __init__(self, sizes, activation: str = "relu", seed: int = 0):
         if len(sizes) < 2 or any(int(s) < 1 for s in sizes):
             raise ValueError(f"sizes must list at least two positive layer widths, not {sizes}")
-        layers._act_code(activation)
+        layers.activation_code(activation)
         self.sizes = [int(s) for s in sizes]
         self.activation = activation
         rng = np.random.default_rng(seed)
