@@ -19,12 +19,14 @@ lab: $(STAMP)
 
 test: unit notebooks
 
+# -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels are Python threads.
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n auto tests
 
-# nbval runs every notebook and compares each output with the one stored in it.
+# nbval runs every notebook and compares each output with the one stored in it; a notebook's
+# cells share one kernel, so they stay on one worker (--dist loadscope).
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval --nbval-current-env \
+	$(BIN)/python -m pytest -n auto --dist loadscope --nbval --nbval-current-env \
 		--nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider book
 
 # Re-run every notebook on the simulator and store its outputs (after editing a notebook).
