@@ -86,17 +86,28 @@ class Validation:
         )
 
 
+def _first(mask: np.ndarray) -> tuple:
+    return tuple(int(i) for i in np.argwhere(mask)[0])
+
+
 def validate(out, ref, rtol: float | None = None, name: str = "output",
              scale: float | None = None) -> Validation:
     """Compare a kernel's output with its float64 reference; raise ValidationError if it is off.
 
-    The error measure is max|out - ref| / scale, with scale = max|ref| by default: relative
-    to the reference's size, so elements near zero do not fail on rounding. When a result
-    is small because large terms cancel (a sum of ±1s that comes to 1e-4), rounding error
-    follows the terms, not the result: pass their size as ``scale`` (e.g. max of |X|·|W|ᵀ).
-    Every element must have been written (no poison left) and be finite where the reference
-    is finite.
+    Every element must have been written (no poison left). Where the reference is NaN the
+    output must be NaN, where it is +inf or -inf the output must be the same infinity, and
+    where it is finite the output must be finite: non-finite values are compared by position,
+    exactly. The finite elements are compared by max|out - ref| / scale, with scale =
+    max|ref| over the finite reference by default: relative to the reference's size, so
+    elements near zero do not fail on rounding. When a result is small because large terms
+    cancel (a sum of ±1s that comes to 1e-4), rounding error follows the terms, not the
+    result: pass their size as ``scale`` (e.g. max of |X|·|W|ᵀ). ``scale`` and ``rtol`` must
+    be positive numbers (a ValueError says so otherwise).
     """
+    if scale is not None and not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number (the size of the summed terms), not {scale!r}")
+    if rtol is not None and not (np.isfinite(rtol) and rtol > 0):
+        raise ValueError(f"rtol must be a positive finite number, not {rtol!r}")
     got = to_host(out)
     want = np.asarray(ref, dtype=np.float64)
     if got.shape != want.shape:
@@ -107,31 +118,35 @@ def validate(out, ref, rtol: float | None = None, name: str = "output",
     if got.dtype.kind in "fiu" and got.size:
         unwritten = unwritten_mask(got)
         if unwritten.any():
-            idx = tuple(int(i) for i in np.argwhere(unwritten)[0])
             raise ValidationError(
                 f"{name}: {int(unwritten.sum())} of {got.size} elements were never written "
-                f"(still poisoned), the first at index {idx}"
+                f"(still poisoned), the first at index {_first(unwritten)}"
             )
     got64 = got.astype(np.float64)
-    bad = ~np.isfinite(got64) & np.isfinite(want)
+    finite = np.isfinite(want)
+    same_special = (np.isnan(got64) & np.isnan(want)) | (~finite & (got64 == want))
+    bad = (~np.isfinite(got64) | ~finite) & ~same_special
     if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        idx = _first(bad)
+        if finite[idx]:
+            what = "NaN or infinite where the reference is finite"
+        elif np.isnan(want[idx]):
+            what = "a number where the reference is NaN"
+        else:
+            what = f"not {want[idx]} where the reference is {want[idx]}"
         raise ValidationError(
-            f"{name}: {int(bad.sum())} elements are NaN or infinite where the reference is "
-            f"finite, the first at index {idx} (value {got64[idx]}, reference {want[idx]})"
+            f"{name}: {int(bad.sum())} elements are {what} (non-finite values must match by position), "
+            f"the first at index {idx}: got {got64[idx]!r}, reference {want[idx]!r}"
         )
-    if not got.size:
+    if not finite.any():  # nothing finite to compare, and every NaN and inf matched
         return Validation(name, 0.0, 0.0, rtol, ())
-    diff = np.abs(got64 - want)
-    diff[~np.isfinite(want) & (got64 == want)] = 0.0
-    worst = np.unravel_index(int(np.nanargmax(diff)), diff.shape)
-    worst = tuple(int(i) for i in worst)
+    diff = np.where(finite, np.abs(got64 - np.where(finite, want, 0.0)), 0.0)
+    worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), diff.shape))
     if scale is None:
-        scale = float(np.max(np.abs(want[np.isfinite(want)]), initial=0.0))
-    scale = float(scale) or 1.0
+        scale = float(np.max(np.abs(want[finite]), initial=0.0)) or 1.0
     max_abs = float(diff[worst])
-    rel = max_abs / scale
-    if not rel <= rtol:  # also catches NaN
+    rel = max_abs / float(scale)
+    if not rel <= rtol:
         raise ValidationError(
             f"{name}: relative error {rel:.2e} exceeds tolerance {rtol:.0e}; worst at index "
             f"{worst}: got {got64[worst]!r}, reference {want[worst]!r}"

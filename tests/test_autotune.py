@@ -1,6 +1,7 @@
 """16.5 auto-tuner: checked first, ranked by its own timings, never a failed algorithm, cached."""
 
 import numpy as np
+import pytest
 
 import gpulib
 import gpulib.reference
@@ -90,3 +91,25 @@ def test_auto_runs_the_cached_pick(rng, monkeypatch):
     algorithms.conv2d(X, W, b, 1, 1, algorithm="auto", out=out)
     gpulib.validate(out, gpulib.reference.conv2d(X, W, b, 1, 1), scale=gpulib.reference.conv2d_magnitude(X, W, b, 1, 1).max())
     assert autotune.choose(X, W, b, 1, 1).name == "gemm"
+
+
+def test_a_nan_in_the_input_fails_only_the_algorithms_that_spread_it(rng):
+    X, W, b = _layer(rng)
+    X[0, 1, 2, 3] = np.nan  # the reference has NaN only where a window covers this pixel
+    ranking = autotune.find_algorithms(X, W, b, 1, 1, timer=lambda fn, label: None)
+    status = {r.name: r.status for r in ranking}
+    assert status["direct"] == status["implicit_precomp_gemm"] == status["gemm"] == "ok"
+    assert status["fft"] == "failed check"  # the FFT spreads one NaN to every output
+    assert ranking[0].status == "ok"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda X, W: autotune.find_algorithms(X, W, None, -1, 1), "padding must be a non-negative integer"),
+    (lambda X, W: autotune.find_algorithms(X, W, None, 0, 0), "stride must be a positive integer"),
+    (lambda X, W: autotune.find_algorithms(X[0], W), "X \\[N, C, H, W\\] must be 4-D"),
+    (lambda X, W: autotune.find_algorithms(X, np.ones((3, 2, 9, 9), np.float32)), "larger than the padded 6x6"),
+])
+def test_the_auto_tuner_checks_its_inputs(call, message, rng):
+    X, W, _ = _layer(rng)
+    with pytest.raises(ValueError, match=message):
+        call(X, W)

@@ -79,3 +79,43 @@ def test_tolerance_can_be_tightened(rng):
     ref = rng.standard_normal(100)
     with pytest.raises(gpulib.ValidationError, match="exceeds tolerance"):
         gpulib.validate(ref.astype(np.float32), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("got, want, message", [
+    ([1.0, 2.0], [1.0, np.nan], "a number where the reference is NaN"),
+    ([1.0, np.nan], [1.0, np.inf], "not inf where the reference is inf"),
+    ([1.0, -np.inf], [1.0, np.inf], "not inf where the reference is inf"),
+    ([1.0, np.inf], [1.0, -np.inf], "not -inf where the reference is -inf"),
+    ([1.0, np.inf], [1.0, 2.0], "NaN or infinite where the reference is finite"),
+    ([np.nan, np.nan], [np.nan, 3.0], "NaN or infinite where the reference is finite"),
+])
+def test_non_finite_values_must_match_by_position(got, want, message):
+    with pytest.raises(gpulib.ValidationError, match=message):
+        gpulib.validate(np.array(got, np.float32), np.array(want))
+
+
+def test_matching_nan_and_inf_pass_and_the_rest_is_still_compared():
+    want = np.array([np.nan, np.inf, -np.inf, 1.0, 2.0])
+    gpulib.validate(np.array(want, np.float32), want)
+    wrong = np.array([np.nan, np.inf, -np.inf, 1.0, 2.5], np.float32)
+    with pytest.raises(gpulib.ValidationError, match=r"worst at index \(4,\)"):
+        gpulib.validate(wrong, want)
+
+
+def test_an_all_nan_reference_is_met_only_by_nans():
+    want = np.full(4, np.nan)
+    assert gpulib.validate(np.full(4, np.nan, np.float32), want).rel_err == 0.0
+    with pytest.raises(gpulib.ValidationError, match="a number where the reference is NaN"):
+        gpulib.validate(np.zeros(4, np.float32), want)
+
+
+@pytest.mark.parametrize("scale", [-1.0, 0.0, np.nan, np.inf])
+def test_a_scale_that_is_not_a_positive_number_is_refused(scale):
+    with pytest.raises(ValueError, match="scale must be a positive finite number"):
+        gpulib.validate(np.zeros(3, np.float32), np.ones(3), scale=scale)
+
+
+@pytest.mark.parametrize("rtol", [-1e-5, 0.0, np.nan])
+def test_a_tolerance_that_is_not_a_positive_number_is_refused(rtol):
+    with pytest.raises(ValueError, match="rtol must be a positive finite number"):
+        gpulib.validate(np.zeros(3, np.float32), np.zeros(3), rtol=rtol)

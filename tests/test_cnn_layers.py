@@ -84,3 +84,16 @@ def test_bad_input(call, message):
     X = np.ones((2, 3, 8, 6), np.float32)
     with pytest.raises(ValueError, match=message):
         call(X)
+
+
+def test_max_pool_propagates_nan_as_the_reference_does(rng):
+    X = rng.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    X[0, 0, 1, 1] = np.nan          # one NaN among numbers
+    X[0, 1, 2:, 2:] = np.nan        # a window of NaNs only
+    X[0, 1, 0, 0:2] = -np.inf       # -inf is a number to compare, not a NaN
+    Y, argmax = cnn.max_pool2d(X, 2, out=(gpulib.poisoned((1, 2, 2, 2)), gpulib.poisoned((1, 2, 2, 2), np.int32)))
+    gpulib.validate(Y, ref.max_pool2d(X, 2), name="max pool with NaN")
+    assert argmax.copy_to_host()[0, 0, 0, 0] == 3  # the NaN's place in its window
+    dY = rng.standard_normal((1, 2, 2, 2)).astype(np.float32)
+    dX = cnn.max_pool2d_backward(dY, argmax, X.shape, 2, out=gpulib.poisoned(X.shape))
+    gpulib.validate(dX, ref.max_pool2d_backward(X, dY, 2), name="max pool dX with NaN")

@@ -95,7 +95,8 @@ def relu_backward_kernel(H, dH, dZ):
 # ------------------------------------------------------------------ pooling (window = stride = size)
 @cuda.jit
 def max_pool_kernel(X, size, Y, argmax):
-    """One thread per output: the window's maximum, and where in the window it was (first on ties)."""
+    """One thread per output: the window's maximum, and where in the window it was (first on ties).
+    A NaN in the window is its maximum, as in NumPy: the first NaN wins and stays."""
     x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     C = Y.shape[1]
@@ -107,7 +108,7 @@ def max_pool_kernel(X, size, Y, argmax):
         for i in range(size):
             for j in range(size):
                 v = X[n, c, y * size + i, x * size + j]
-                if v > best:
+                if v > best or (math.isnan(v) and not math.isnan(best)):
                     best = v
                     where = i * size + j
         Y[n, c, y, x] = best

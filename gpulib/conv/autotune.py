@@ -61,7 +61,9 @@ def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=
     X, W = to_host(X).astype(np.float32), to_host(W).astype(np.float32)
     b = to_host(bias_or_zeros(b, W.shape[0])).astype(np.float32)
     want = ref.conv2d(X, W, b, padding, stride) if reference is None else reference
-    scale = ref.conv2d_magnitude(X, W, b, padding, stride).max() if scale is None else scale
+    if scale is None:  # the size of the summed terms, over the outputs that are finite
+        magnitude = ref.conv2d_magnitude(X, W, b, padding, stride)
+        scale = float(np.max(magnitude[np.isfinite(magnitude)], initial=0.0)) or 1.0
     dX, dW, db = (to_device(a) for a in (X, W, b))
     results = []
     for alg in algorithms:
