@@ -48,15 +48,28 @@ def require(a, name: str, ndim: int, dtype=np.float32, layout: str = "") -> None
         raise ValueError(f"{what} is empty (shape {tuple(a.shape)})")
 
 
-def require_int_labels(labels, name: str, n: int, num_classes: int) -> None:
-    """Labels: a 1-D int32 array of length n; values are checked when it is on the host."""
-    require(labels, name, 1, np.int32, "[N]")
+def require_int_labels(labels, name: str, n: int, num_classes: int, dtype=np.int32) -> None:
+    """Labels: a 1-D array of n class numbers in [0, num_classes), of ``dtype`` (None: any
+    integer type). The values are checked on the device too (a copy of n integers comes back):
+    a label out of range would make a kernel read outside its row."""
+    require(labels, name, 1, dtype, "[N]")
+    if dtype is None and np.dtype(labels.dtype).kind not in "iu":
+        raise ValueError(f"{name} [N] must hold integers (class numbers), not {np.dtype(labels.dtype).name}")
     if labels.shape[0] != n:
         raise ValueError(f"{name} has {labels.shape[0]} entries but there are {n} samples")
-    if not is_device_array(labels):
-        lo, hi = int(labels.min()), int(labels.max())
-        if lo < 0 or hi >= num_classes:
-            raise ValueError(f"{name} must lie in [0, {num_classes}), found values {lo}..{hi}")
+    values = to_host(labels)
+    lo, hi = int(values.min()), int(values.max())
+    if lo < 0 or hi >= num_classes:
+        raise ValueError(f"{name} must lie in [0, {num_classes}), found values {lo}..{hi}")
+
+
+def require_learning_rate(lr, name: str = "lr") -> float:
+    """A learning rate: a positive finite real number (not a string, not NaN); returned as float."""
+    if isinstance(lr, (bool, np.bool_)) or not isinstance(lr, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} (the learning rate) must be a positive number, not {type(lr).__name__} {lr!r}")
+    if not (np.isfinite(lr) and lr > 0):
+        raise ValueError(f"{name} (the learning rate) must be a positive finite number, not {lr}")
+    return float(lr)
 
 
 def to_device(a):

@@ -28,6 +28,28 @@ class Split:
         return int(max(self.y_train.max(), self.y_test.max())) + 1
 
 
+def check_split(data: Split) -> None:
+    """ValueError unless the split is usable for training: 2-D float32 features with the same
+    width in train and test, and 1-D integer labels, one per row."""
+    if not isinstance(data, Split):
+        raise ValueError(f"data must be a gpulib.data.Split, not {type(data).__name__}")
+    for part in ("train", "test"):
+        X, y = getattr(data, f"X_{part}"), getattr(data, f"y_{part}")
+        X_name, y_name = f"data.X_{part}", f"data.y_{part}"
+        if not (isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float32):
+            raise ValueError(f"{X_name} must be a 2-D float32 NumPy array [N, features], not "
+                             f"{getattr(X, 'dtype', type(X).__name__)} of shape {getattr(X, 'shape', None)}")
+        if not (isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "iu"):
+            raise ValueError(f"{y_name} must be a 1-D integer NumPy array [N], not "
+                             f"{getattr(y, 'dtype', type(y).__name__)} of shape {getattr(y, 'shape', None)}")
+        if len(X) != len(y) or len(X) == 0:
+            raise ValueError(f"{X_name} has {len(X)} rows but {y_name} has {len(y)} labels; they must be equal "
+                             f"and not zero")
+    if data.X_train.shape[1] != data.X_test.shape[1]:
+        raise ValueError(f"data.X_train has {data.X_train.shape[1]} features but data.X_test has "
+                         f"{data.X_test.shape[1]}")
+
+
 def load_digits(test_fraction: float = 0.2, seed: int = 0) -> Split:
     """The 1,797 handwritten digits (8x8, 16 grey levels) bundled with scikit-learn.
 
@@ -74,8 +96,12 @@ def read_idx(path) -> np.ndarray:
     """Read one IDX file (plain or .gz), e.g. MNIST's train-images-idx3-ubyte.gz."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        raw = f.read()
+    try:
+        with opener(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError; a cut-off .gz ends early
+        raise ValueError(f"{path}: cannot be read as {'gzip' if opener is gzip.open else 'a file'} "
+                         f"({type(err).__name__}: {err})") from err
     if len(raw) < 4:
         raise ValueError(f"{path}: too short to be an IDX file ({len(raw)} bytes)")
     zero, type_code, ndim = struct.unpack(">HBB", raw[:4])
@@ -130,12 +156,17 @@ def load_mnist(directory, test_fraction: float | None = None) -> Split:
         arr = read_idx(find(stem))
         if arr.ndim != 3:
             raise ValueError(f"{stem}: images must be 3-D [n, rows, cols], got shape {arr.shape}")
+        if arr.dtype != np.uint8:  # pixels / 255 lie in [0, 1] only for bytes
+            raise ValueError(f"{stem}: images must be unsigned bytes (IDX type 0x08, pixels 0..255), not {arr.dtype}")
         return (arr.reshape(arr.shape[0], -1) / 255.0).astype(np.float32)
 
     def labels(stem):
         arr = read_idx(find(stem))
         if arr.ndim != 1:
             raise ValueError(f"{stem}: labels must be 1-D, got shape {arr.shape}")
+        if arr.dtype.kind not in "iu" or arr.size and not 0 <= int(arr.min()) <= int(arr.max()) <= 9:
+            raise ValueError(f"{stem}: labels must be the digits 0..9, found {arr.dtype} values "
+                             f"{arr.min() if arr.size else '-'}..{arr.max() if arr.size else '-'}")
         return arr.astype(np.int32)
 
     X_train, y_train = images("train-images-idx3-ubyte"), labels("train-labels-idx1-ubyte")

@@ -79,3 +79,21 @@ def test_load_mnist_reports_missing_files_and_mismatches(tmp_path, rng):
     write_idx(tmp_path / "t10k-labels-idx1-ubyte", np.zeros(3, np.uint8))
     with pytest.raises(ValueError, match="4 images but 3 labels"):
         load_mnist(tmp_path)
+
+
+def test_load_mnist_refuses_labels_and_pixels_it_cannot_use(tmp_path, rng):
+    write_fake_mnist(tmp_path, rng, gz=False)
+    write_idx(tmp_path / "t10k-labels-idx1-ubyte", np.array([0, 1, 200, 3], np.uint8))
+    with pytest.raises(ValueError, match=r"labels must be the digits 0..9, found uint8 values 0..200"):
+        load_mnist(tmp_path)
+    write_fake_mnist(tmp_path, rng, gz=False)
+    write_idx(tmp_path / "t10k-images-idx3-ubyte", rng.integers(0, 1000, (4, 28, 28)).astype(np.int16))
+    with pytest.raises(ValueError, match=r"images must be unsigned bytes .* not int16"):
+        load_mnist(tmp_path)
+
+
+def test_a_corrupt_gzip_file_is_a_value_error_naming_it(tmp_path):
+    path = tmp_path / "train-labels-idx1-ubyte.gz"
+    path.write_bytes(b"\x1f\x8b this is not gzip data")
+    with pytest.raises(ValueError, match=r"train-labels-idx1-ubyte.gz: cannot be read as gzip"):
+        read_idx(path)

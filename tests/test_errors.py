@@ -94,8 +94,11 @@ def test_sgd_needs_device_parameters_and_a_positive_rate(rng):
     theta = rng.standard_normal(4).astype(np.float32)
     with pytest.raises(ValueError, match="theta must be a device array"):
         sgd_update(theta, theta, 0.1)
-    with pytest.raises(ValueError, match="learning rate must be a positive number"):
-        sgd_update(gpulib.cuda.to_device(theta), theta, -1.0)
+    for lr in (-1.0, 0.0, float("nan")):
+        with pytest.raises(ValueError, match=r"lr \(the learning rate\) must be a positive finite number"):
+            sgd_update(gpulib.cuda.to_device(theta), theta, lr)
+    with pytest.raises(ValueError, match=r"lr \(the learning rate\) must be a positive number, not str '0.1'"):
+        sgd_update(gpulib.cuda.to_device(theta), theta, "0.1")
 
 
 def test_mlp_input_width(rng):
@@ -104,3 +107,37 @@ def test_mlp_input_width(rng):
         model.forward(np.ones((2, 5), np.float32))
     with pytest.raises(ValueError, match="at least two positive layer widths"):
         MLP([6])
+
+
+def test_labels_on_the_device_are_range_checked_too(rng):
+    import gpulib
+
+    Z = rng.standard_normal((3, 10)).astype(np.float32)
+    for bad in ([0, 1, 10], [0, -1, 2]):
+        labels = gpulib.cuda.to_device(np.array(bad, np.int32))
+        with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\)"):
+            softmax_cross_entropy(Z, labels)
+    model = MLP([6, 4, 10])
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\), found values 0..10"):
+        model.loss_and_grads(np.ones((3, 6), np.float32), gpulib.cuda.to_device(np.array([0, 10, 2], np.int32)))
+
+
+def test_accuracy_wants_one_label_per_row():
+    from gpulib.cnn.model import SmallCNN
+
+    model = MLP([6, 4, 10])
+    X = np.ones((3, 6), np.float32)
+    with pytest.raises(ValueError, match=r"labels \[N\] must be 1-D, but has shape \(3, 1\)"):
+        model.accuracy(X, np.zeros((3, 1), np.int32))
+    assert 0.0 <= model.accuracy(X, np.zeros(3, np.int64)) <= 1.0  # any integer type
+    with pytest.raises(ValueError, match=r"labels \[N\] must be 1-D"):
+        SmallCNN(channels=1).accuracy(np.ones((3, 1, 8, 8), np.float32), np.zeros((3, 1), np.int32))
+
+
+def test_from_params_checks_that_the_layers_chain(rng):
+    W1, b1 = np.ones((4, 6), np.float32), np.ones(4, np.float32)
+    W2, b2 = np.ones((3, 5), np.float32), np.ones(3, np.float32)
+    with pytest.raises(ValueError, match=r"the layers do not chain: params\[1\].W takes 5 inputs but params\[0\].W gives 4"):
+        MLP.from_params([(W1, b1), (W2, b2)])
+    with pytest.raises(ValueError, match=r"params\[0\].b has 3 entries but params\[0\].W has 4 rows"):
+        MLP.from_params([(W1, b1[:3].copy())])

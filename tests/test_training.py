@@ -49,9 +49,25 @@ def test_a_non_finite_loss_stops_training_early(tiny):
     assert history.diverged
 
 
-def test_bad_training_settings(tiny):
-    with pytest.raises(ValueError, match="epochs and batch_size must be positive"):
-        train(MLP([64, 4, 10]), tiny, lr=0.1, epochs=0, batch_size=8)
+@pytest.mark.parametrize("settings, message", [
+    (dict(epochs=0), "epochs must be a positive integer, not 0"),
+    (dict(batch_size=2.5), "batch_size must be a positive integer, not 2.5"),
+    (dict(lr=float("nan")), r"lr \(the learning rate\) must be a positive finite number, not nan"),
+    (dict(lr="0.1"), r"lr \(the learning rate\) must be a positive number, not str"),
+])
+def test_bad_training_settings_are_refused_before_any_launch(tiny, settings, message, monkeypatch):
+    model = MLP([64, 4, 10])
+    monkeypatch.setattr(model, "loss_and_grads", lambda *a: pytest.fail("a step ran before the check"))
+    with pytest.raises(ValueError, match=message):
+        train(model, tiny, **dict(dict(lr=0.1, epochs=1, batch_size=8), **settings))
+
+
+def test_a_split_with_too_few_labels_is_refused(tiny):
+    from gpulib.data import Split
+
+    short = Split(tiny.X_train, tiny.y_train[:-1], tiny.X_test, tiny.y_test)
+    with pytest.raises(ValueError, match=r"data.X_train has \d+ rows but data.y_train has \d+ labels"):
+        train(MLP([64, 4, 10]), short, lr=0.1, epochs=1, batch_size=8)
 
 
 @pytest.mark.parametrize("lr, behaviour", [(0.1, "monotone"), (0.4, "oscillates"), (0.6, "diverges")])

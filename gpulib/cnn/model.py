@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import require, require_int_labels, to_device
+from gpulib.arrays import require, require_int_labels, to_device, to_host
 from gpulib.cnn import layers as L
 from gpulib.conv import algorithms
 from gpulib.mlp import layers as mlp
@@ -68,8 +68,9 @@ class SmallCNN:
 
     def loss_and_grads(self, X, labels):
         """Mean loss and [dW_conv, db_conv, dW_fc, db_fc], by backpropagation through the chain."""
+        X = self._images(X)  # inputs and labels are checked before anything is launched
+        require_int_labels(labels, "labels", X.shape[0], self.fc_W.shape[0])
         t = self.forward(X)
-        require_int_labels(labels, "labels", t["X"].shape[0], self.fc_W.shape[0])
         labels = to_device(labels)
         P, loss = mlp.softmax_cross_entropy(t["logits"], labels)
         dZ = mlp.softmax_cross_entropy_backward(P, labels)
@@ -90,7 +91,10 @@ class SmallCNN:
         return self.forward(X)["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
 
     def accuracy(self, X, labels) -> float:
-        return float((self.predict(X) == np.asarray(labels)).mean())
+        """The share of rows of X whose predicted class is their label (labels: [N] integers)."""
+        X = self._images(X)
+        require_int_labels(labels, "labels", X.shape[0], self.fc_W.shape[0], dtype=None)
+        return float((self.predict(X) == to_host(labels)).mean())
 
 
 def reference_loss(params, X, labels) -> float:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import blocks, is_device_array, output, outputs, require, require_int_labels, to_device
+from gpulib.arrays import (blocks, is_device_array, output, outputs, require, require_int_labels,
+                           require_learning_rate, to_device)
 from gpulib.mlp import kernels
 
 BLOCK_1D = 128
@@ -143,8 +144,7 @@ def sgd_update(theta, grad, lr: float) -> None:
         raise ValueError(f"theta has shape {tuple(theta.shape)} but grad has {tuple(grad.shape)}")
     if not is_device_array(theta):
         raise ValueError("theta must be a device array: the update happens in place on the device")
-    if not np.isfinite(lr) or lr <= 0:
-        raise ValueError(f"the learning rate must be a positive number, not {lr}")
+    lr = require_learning_rate(lr)
     flat_theta, flat_grad = to_device(theta).ravel(), to_device(grad).ravel()
     size = flat_theta.shape[0]
     kernels.sgd_update_kernel[blocks(size, BLOCK_1D), BLOCK_1D](flat_theta, flat_grad, np.float32(lr))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import require, require_int_labels, to_device
+from gpulib.arrays import require, require_int_labels, to_device, to_host
 from gpulib.mlp import layers
 
 
@@ -33,11 +33,20 @@ class MLP:
     @classmethod
     def from_params(cls, params, activation: str = "relu") -> "MLP":
         """An MLP holding copies of the given [(W, b), ...] (NumPy float32 arrays)."""
+        if not params:
+            raise ValueError("params must hold at least one (W, b) pair")
+        for layer, (W, b) in enumerate(params):  # every layer checked before anything is copied
+            require(W, f"params[{layer}].W", 2, layout="[n_out, n_in]")
+            require(b, f"params[{layer}].b", 1, layout="[n_out]")
+            if b.shape[0] != W.shape[0]:
+                raise ValueError(f"params[{layer}].b has {b.shape[0]} entries but params[{layer}].W has "
+                                 f"{W.shape[0]} rows")
+            if layer and W.shape[1] != params[layer - 1][0].shape[0]:
+                raise ValueError(f"the layers do not chain: params[{layer}].W takes {W.shape[1]} inputs but "
+                                 f"params[{layer - 1}].W gives {params[layer - 1][0].shape[0]} outputs")
         sizes = [params[0][0].shape[1]] + [W.shape[0] for W, _ in params]
         model = cls(sizes, activation)
         for layer, (W, b) in enumerate(params):
-            require(W, f"params[{layer}].W", 2)
-            require(b, f"params[{layer}].b", 1)
             model.params[layer] = (to_device(np.array(W)), to_device(np.array(b)))
         return model
 
@@ -48,11 +57,14 @@ class MLP:
     def _layer_activation(self, layer: int) -> str:
         return "identity" if layer == len(self.params) - 1 else self.activation
 
-    def forward(self, X):
-        """Every layer's output on the device: [X, H1, ..., Z] (Z are the logits)."""
+    def _check_input(self, X) -> None:
         require(X, "X", 2, layout="[N, n_in]")
         if X.shape[1] != self.sizes[0]:
             raise ValueError(f"X has {X.shape[1]} features but the MLP expects {self.sizes[0]}")
+
+    def forward(self, X):
+        """Every layer's output on the device: [X, H1, ..., Z] (Z are the logits)."""
+        self._check_input(X)
         outs = [to_device(X)]
         for layer, (W, b) in enumerate(self.params):
             outs.append(layers.dense_forward(outs[-1], W, b, self._layer_activation(layer)))
@@ -60,8 +72,9 @@ class MLP:
 
     def loss_and_grads(self, X, labels):
         """Mean loss and [(dW, db), ...] by backpropagation: the forward pass, then layers in reverse."""
-        outs = self.forward(X)
+        self._check_input(X)  # inputs and labels are checked before anything is launched
         require_int_labels(labels, "labels", X.shape[0], self.sizes[-1])
+        outs = self.forward(X)
         labels = to_device(labels)
         P, loss = layers.softmax_cross_entropy(outs[-1], labels)
         dH = layers.softmax_cross_entropy_backward(P, labels)
@@ -87,4 +100,7 @@ class MLP:
         return self.forward(X)[-1].copy_to_host().argmax(axis=1).astype(np.int32)
 
     def accuracy(self, X, labels) -> float:
-        return float((self.predict(X) == np.asarray(labels)).mean())
+        """The share of rows of X whose predicted class is their label (labels: [N] integers)."""
+        self._check_input(X)
+        require_int_labels(labels, "labels", X.shape[0], self.sizes[-1], dtype=None)
+        return float((self.predict(X) == to_host(labels)).mean())

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpulib.data import Split
+from gpulib.arrays import require_learning_rate
+from gpulib.data import Split, check_split
 from gpulib.mlp.model import MLP
 
 
@@ -63,8 +64,11 @@ def train(model: MLP, data: Split, lr: float, epochs: int, batch_size: int, seed
     Accuracy is measured after every epoch, or only after the last one when
     ``evaluate_every_epoch`` is False (cheaper on the simulator).
     """
-    if epochs < 1 or batch_size < 1:
-        raise ValueError(f"epochs and batch_size must be positive, not {epochs} and {batch_size}")
+    lr = require_learning_rate(lr)  # everything is checked before the first launch
+    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    check_split(data)
     rng = np.random.default_rng(seed)
     n = len(data.X_train)
     steps_per_epoch = math.ceil(n / batch_size)
