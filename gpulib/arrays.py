@@ -36,6 +36,9 @@ def require(a, name: str, ndim: int, dtype=np.float32, layout: str = "") -> None
     if len(a.shape) != ndim:
         raise ValueError(f"{what} must be {ndim}-D, but has shape {tuple(a.shape)}")
     if dtype is not None and np.dtype(a.dtype) != np.dtype(dtype):
+        if np.dtype(a.dtype).newbyteorder("=") == np.dtype(dtype):
+            raise ValueError(f"{what} must be {np.dtype(dtype).name} in the machine's byte order, not "
+                             f"byte-swapped ({np.dtype(a.dtype).str}); convert with {name}.astype(np.{np.dtype(dtype).name})")
         raise ValueError(
             f"{what} must have dtype {np.dtype(dtype).name}, not {np.dtype(a.dtype).name}"
             + (" (convert with .astype(np.float32))" if np.dtype(dtype) == np.float32 else "")
@@ -46,6 +49,31 @@ def require(a, name: str, ndim: int, dtype=np.float32, layout: str = "") -> None
         )
     if any(d == 0 for d in a.shape):
         raise ValueError(f"{what} is empty (shape {tuple(a.shape)})")
+
+
+def require_int(value, name: str, minimum: int = 1) -> int:
+    """An integer argument (a size, stride, padding...) of at least ``minimum``; returned as int.
+    2.0 is refused like "2": a kernel given a float index computes with floats."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer of at least {minimum}, not {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer of at least {minimum}, not {value}")
+    return int(value)
+
+
+def require_finite(a, name: str, why: str) -> None:
+    """ValueError if ``a`` holds NaN or an infinity (checked on the device with CuPy where it
+    can be, else on a host copy); ``why`` says why this operation cannot take them."""
+    try:
+        import cupy
+
+        finite = bool(cupy.isfinite(cupy.asarray(a)).all()) if is_device_array(a) and hasattr(a, "gpu_data") else None
+    except ImportError:
+        finite = None
+    if finite is None:
+        finite = bool(np.isfinite(to_host(a)).all())
+    if not finite:
+        raise ValueError(f"{name} holds NaN or infinite values, which {why}")
 
 
 def require_int_labels(labels, name: str, n: int, num_classes: int, dtype=np.int32) -> None:

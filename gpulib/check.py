@@ -101,11 +101,12 @@ def validate(out, ref, rtol: float | None = None, name: str = "output",
     max|ref| over the finite reference by default: relative to the reference's size, so
     elements near zero do not fail on rounding. When a result is small because large terms
     cancel (a sum of ±1s that comes to 1e-4), rounding error follows the terms, not the
-    result: pass their size as ``scale`` (e.g. max of |X|·|W|ᵀ). ``scale`` and ``rtol`` must
-    be positive numbers (a ValueError says so otherwise).
+    result: pass their size as ``scale`` (e.g. max of |X|·|W|ᵀ). A scale of 0 says every
+    summed term is zero, so the output must be exactly the reference. A negative, NaN or
+    infinite ``scale``, and an ``rtol`` that is not a positive number, are ValueErrors.
     """
-    if scale is not None and not (np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a positive finite number (the size of the summed terms), not {scale!r}")
+    if scale is not None and not (np.isfinite(scale) and scale >= 0):
+        raise ValueError(f"scale must be a finite number of at least 0 (the size of the summed terms), not {scale!r}")
     if rtol is not None and not (np.isfinite(rtol) and rtol > 0):
         raise ValueError(f"rtol must be a positive finite number, not {rtol!r}")
     got = to_host(out)
@@ -145,7 +146,7 @@ def validate(out, ref, rtol: float | None = None, name: str = "output",
     if scale is None:
         scale = float(np.max(np.abs(want[finite]), initial=0.0)) or 1.0
     max_abs = float(diff[worst])
-    rel = max_abs / float(scale)
+    rel = max_abs / float(scale) if scale else (0.0 if max_abs == 0 else np.inf)
     if not rel <= rtol:
         raise ValidationError(
             f"{name}: relative error {rel:.2e} exceeds tolerance {rtol:.0e}; worst at index "

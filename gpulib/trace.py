@@ -316,6 +316,14 @@ def trace(kernel, grid, block, *args, names=None) -> Trace:
 
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid))) if isinstance(grid, tuple) else (grid, 1, 1)
     block = tuple(block) + (1,) * (3 - len(tuple(block))) if isinstance(block, tuple) else (block, 1, 1)
+    for what, dims in (("grid", grid), ("block", block)):
+        if len(dims) != 3 or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in dims):
+            raise ValueError(f"{what} must be up to three positive integers, not {dims}: a launch of no "
+                             f"{'blocks' if what == 'grid' else 'threads'} traces nothing")
+    for i, arg in enumerate(args):
+        if hasattr(arg, "copy_to_host") or hasattr(arg, "__cuda_array_interface__"):
+            raise ValueError(f"argument {i} is a device array: the tracer records NumPy arrays only (it runs "
+                             f"the kernel on the simulator); pass arg.copy_to_host()")
     fn = getattr(kernel, "py_func", kernel)
     tracer = Trace(grid, block)
     names = list(names or [])

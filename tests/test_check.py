@@ -109,10 +109,16 @@ def test_an_all_nan_reference_is_met_only_by_nans():
         gpulib.validate(np.zeros(4, np.float32), want)
 
 
-@pytest.mark.parametrize("scale", [-1.0, 0.0, np.nan, np.inf])
-def test_a_scale_that_is_not_a_positive_number_is_refused(scale):
-    with pytest.raises(ValueError, match="scale must be a positive finite number"):
+@pytest.mark.parametrize("scale", [-1.0, np.nan, np.inf])
+def test_a_scale_that_is_negative_or_not_finite_is_refused(scale):
+    with pytest.raises(ValueError, match="scale must be a finite number of at least 0"):
         gpulib.validate(np.zeros(3, np.float32), np.ones(3), scale=scale)
+
+
+def test_a_zero_scale_asks_for_the_exact_answer():
+    gpulib.validate(np.zeros(3, np.float32), np.zeros(3), scale=0.0)  # every summed term was zero
+    with pytest.raises(gpulib.ValidationError, match="relative error inf exceeds"):
+        gpulib.validate(np.array([0, 1e-30, 0], np.float32), np.zeros(3), scale=0.0)
 
 
 @pytest.mark.parametrize("rtol", [-1e-5, 0.0, np.nan])

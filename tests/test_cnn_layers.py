@@ -70,7 +70,8 @@ def test_relu_forward_and_backward(rng):
 
 @pytest.mark.parametrize("call, message", [
     (lambda X: cnn.max_pool2d(X, 9), "pooling window is larger than the 8x6 image"),
-    (lambda X: cnn.max_pool2d(X, 0), "size must be a positive integer"),
+    (lambda X: cnn.max_pool2d(X, 0), "size must be an integer of at least 1, not 0"),
+    (lambda X: cnn.max_pool2d(X, 2.0), "size must be an integer of at least 1, not float 2.0"),
     (lambda X: cnn.avg_pool2d(X[0]), "must be 4-D"),
     (lambda X: cnn.avg_pool2d_backward(np.ones((2, 3, 3, 3), np.float32), X.shape), r"dY must have shape \(2, 3, 4, 3\)"),
     (lambda X: cnn.relu_backward(X, X[:, :2].copy()), "H has shape"),

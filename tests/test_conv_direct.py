@@ -79,8 +79,8 @@ def layer(rng):
     (lambda X, W: conv2d(X[0], W), "must be 4-D"),
     (lambda X, W: conv2d(X.transpose(0, 2, 3, 1), W), "C-contiguous"),
     (lambda X, W: conv2d(X, W, np.ones(3, np.float32)), "b has 3 entries but W has K=4 filters"),
-    (lambda X, W: conv2d(X, W, padding=-1), "padding must be a non-negative integer"),
-    (lambda X, W: conv2d(X, W, stride=0), "stride must be a positive integer"),
+    (lambda X, W: conv2d(X, W, padding=-1), "padding must be an integer of at least 0, not -1"),
+    (lambda X, W: conv2d(X, W, stride=0), "stride must be an integer of at least 1, not 0"),
     (lambda X, W: conv2d(X, W, version="v9"), "unknown version 'v9'"),
     (lambda X, W: conv2d(X, W, version="v2", channels_per_block=0), "channels_per_block must be"),
 ])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import block_edge, blocks, output, outputs, require, to_device
+from gpulib.arrays import block_edge, blocks, output, outputs, require, require_int, to_device, to_host
 from gpulib.cnn import kernels
 from gpulib.conv import algorithms
 from gpulib.conv.shapes import check_conv_inputs
@@ -88,8 +88,7 @@ def relu_backward(H, dH, *, out=None):
 
 def _check_pool(X, size):
     require(X, "X", 4, layout="[N, C, H, W]")
-    if int(size) != size or size < 1:
-        raise ValueError(f"size must be a positive integer, not {size}")
+    require_int(size, "size", 1)
     N, C, H, W = X.shape
     if size > H or size > W:
         raise ValueError(f"the {size}x{size} pooling window is larger than the {H}x{W} image")
@@ -120,6 +119,9 @@ def avg_pool2d(X, size: int = 2, *, out=None):
 def _check_pool_backward(input_shape, dY, size):
     if len(input_shape) != 4:
         raise ValueError(f"input_shape must be [N, C, H, W], not {tuple(input_shape)}")
+    for axis, n in zip("NCHW", input_shape):
+        require_int(n, f"input_shape's {axis}", 1)
+    require_int(size, "size", 1)
     require(dY, "dY", 4, layout="[N, C, H/size, W/size]")
     N, C, H, W = input_shape
     if tuple(dY.shape) != (N, C, H // size, W // size):
@@ -129,7 +131,13 @@ def _check_pool_backward(input_shape, dY, size):
 def max_pool2d_backward(dY, argmax, input_shape, size: int = 2, *, out=None):
     """dX: each window's gradient goes to the element that was its maximum."""
     _check_pool_backward(input_shape, dY, size)
-    require(argmax, "argmax", 4, np.int32)
+    require(argmax, "argmax", 4, np.int32, "[N, C, H/size, W/size]")
+    if tuple(argmax.shape) != tuple(dY.shape):
+        raise ValueError(f"argmax must have dY's shape {tuple(dY.shape)}, not {tuple(argmax.shape)}")
+    where = to_host(argmax)  # a position outside the window would send the gradient nowhere
+    if where.min() < 0 or where.max() >= size * size:
+        raise ValueError(f"argmax must hold positions inside a {size}x{size} window, 0..{size * size - 1}, "
+                         f"found {where.min()}..{where.max()} (is it max_pool2d's argmax for this size?)")
     dX = output(out, tuple(input_shape), "out")
     grid, block = _grid_nchw(*input_shape)
     kernels.max_pool_backward_kernel[grid, block](to_device(dY), to_device(argmax), size, dX)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from gpulib.arrays import output, to_device
+from gpulib.arrays import output, require_finite, to_device
 from gpulib.conv.shapes import check_conv_inputs
 from gpulib.env import on_gpu
 
@@ -85,6 +85,9 @@ def multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
 def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
     """Y = conv(X, W) + b through FFTs of the zero-padded input and filters."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
+    result = output(out, (N, K, Ho, Wo), "out")
+    for name, a in (("X", X), ("W", W)):  # a NaN or inf would reach every output through the transforms
+        require_finite(a, name, "the FFT would spread to every output of its image; use another algorithm")
     _, C, R, S = W.shape
     H, Wd = X.shape[2], X.shape[3]
     Hf, Wf = grid_size(H, Wd, padding)
@@ -103,7 +106,6 @@ def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
     Y = full[:, :, 0:(Ho - 1) * stride + 1:stride, 0:(Wo - 1) * stride + 1:stride].astype(np.float32)
     if b is not None:
         Y = Y + _to(xp, b).reshape(1, K, 1, 1).astype(np.float32)
-    result = output(out, (N, K, Ho, Wo), "out")
     if xp is np:
         result.copy_to_device(np.ascontiguousarray(Y))
     else:  # write through a CuPy view of the Numba array: a device-to-device copy

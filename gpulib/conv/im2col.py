@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from gpulib.arrays import blocks, output, outputs, require, to_device
+from gpulib.arrays import blocks, output, outputs, require, require_int, to_device
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
-from gpulib.gemm import matmul
+from gpulib.gemm import VERSIONS, matmul
 
 BLOCK = 256
 
@@ -91,6 +91,7 @@ def cols_to_nchw_kernel(Y_mat, b, Y):
 def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None):
     """X_col [C·R·S, N·H'·W'] on the device (R·S times the size of X, roughly)."""
     require(X, "X", 4, layout="[N, C, H, W]")
+    R, S = require_int(R, "R", 1), require_int(S, "S", 1)
     N, _, Ho, Wo = check_conv_inputs(X, np.empty((1, X.shape[1], R, S), np.float32), None, padding, stride)
     X_col = output(out, (X.shape[1] * R * S, N * Ho * Wo), "out")
     im2col_kernel[(blocks(X_col.shape[1], BLOCK), X_col.shape[0]), BLOCK](
@@ -100,6 +101,12 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None):
 
 def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None):
     """dX [N, C, H, W] from dX_col [C·R·S, N·H'·W'] (the adjoint of im2col)."""
+    if len(input_shape) != 4:
+        raise ValueError(f"input_shape must be [N, C, H, W], not {tuple(input_shape)}")
+    for name, value, least in (("R", R, 1), ("S", S, 1), ("padding", padding, 0), ("stride", stride, 1),
+                               *((f"input_shape's {a}", n, 1) for a, n in zip("NCHW", input_shape))):
+        require_int(value, name, least)
+    require(dX_col, "dX_col", 2, layout="[C·R·S, N·H'·W']")
     N, C, H, W = input_shape
     Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
     if tuple(dX_col.shape) != (C * R * S, N * Ho * Wo):
@@ -109,12 +116,18 @@ def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 
     return dX
 
 
+def _check_gemm(gemm: str) -> None:
+    if gemm not in VERSIONS:
+        raise ValueError(f"unknown gemm {gemm!r}: the matmul version to multiply with, one of {VERSIONS}")
+
+
 def conv2d_im2col(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, gemm: str = "library"):
     """Y = conv(X, W) + b as im2col, one GEMM (W_mat · X_col), and a reshape to NCHW.
 
     ``gemm`` is the ``gpulib.gemm.matmul`` version that multiplies: "library" (cuBLAS on a GPU),
     or the book's "v1", "v2", "v3"."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
+    _check_gemm(gemm)
     _, C, R, S = W.shape
     Y = output(out, (N, K, Ho, Wo), "out")
     X_col = im2col(X, R, S, padding, stride)
@@ -130,6 +143,7 @@ def conv2d_im2col_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_
     dX = col2im(dX_col). dX is None when ``need_dX`` is False (the first layer needs no dX).
     ``out`` may hold (dX, dW) output arrays (either may be None)."""
     N, K, Ho, Wo = check_conv_inputs(X, W, None, padding, stride)
+    _check_gemm(gemm)
     _, C, R, S = W.shape
     require(dY, "dY", 4, layout="[N, K, H', W']")
     if tuple(dY.shape) != (N, K, Ho, Wo):

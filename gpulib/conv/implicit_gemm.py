@@ -28,9 +28,10 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32, int32, uint32
 
-from gpulib.arrays import blocks, output, to_device
+from gpulib.arrays import blocks, output, require, to_device, to_host
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import sized
+from gpulib.gemm.kernels import check_tile
 
 # default block tile on a GPU (tuned on the H200, see benchmarks/conv_gemm.py) and a small one
 # for the simulator, where every thread is a Python thread
@@ -177,19 +178,31 @@ def tile_shape() -> dict:
     return sized(gpu=TILE, sim=TILE_SIM)
 
 
+def _check_table(table, C: int, R: int, S: int) -> None:
+    """A caller's table must be this layer's: a table of another (C, R, S) with as many rows
+    sends every load to the wrong tap, and nothing else would notice."""
+    require(table, "table", 2, np.int32, "[C·R·S, 3]")
+    if tuple(table.shape) != (C * R * S, 3) or not np.array_equal(to_host(table), row_table(C, R, S)):
+        raise ValueError(f"table is not row_table(C={C}, R={R}, S={S}) of this layer (shape {tuple(table.shape)}); "
+                         f"pass that, or no table")
+
+
 def _launch(X, W, b, padding, stride, out, precomputed: bool, table, tile: dict | None):
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
     _, C, R, S = W.shape
+    t = check_tile(tile) if tile is not None else tile_shape()
     Y = output(out, (N, K, Ho, Wo), "out")
-    if precomputed:
-        table = table if table is not None else _device_table(C, R, S)
+    if precomputed and table is not None:
+        _check_table(table, C, R, S)
+    elif precomputed:
+        table = _device_table(C, R, S)
     else:
         table = _no_table()  # the on-the-fly variant reads no table
     W_mat = to_device(W).reshape(K, C * R * S)
-    t = tile or tile_shape()
     grid = (blocks(N * Ho * Wo, t["BN"]), blocks(K, t["BM"]))
     threads = (t["BN"] // t["TN"], t["BM"] // t["TM"])
-    implicit_gemm_kernel(R, S, precomputed, **t)[grid, threads](
+    kernel = implicit_gemm_kernel(R, S, precomputed, **t)  # may refuse a tile (ValueError) before launching
+    kernel[grid, threads](
         to_device(X), W_mat, bias_or_zeros(b, K), Y, padding, stride, table)
     return Y
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import require, to_device
+from gpulib.arrays import require, require_int, to_device
 
 
 def conv_output_size(size: int, filter_size: int, padding: int, stride: int) -> int:
@@ -29,10 +29,8 @@ def check_conv_inputs(X, W, b, padding: int, stride: int) -> tuple[int, int, int
     require(W, "W", 4, layout="[K, C, R, S]")
     if b is not None:
         require(b, "b", 1, layout="[K]")
-    if int(padding) != padding or padding < 0:
-        raise ValueError(f"padding must be a non-negative integer, not {padding}")
-    if int(stride) != stride or stride < 1:
-        raise ValueError(f"stride must be a positive integer, not {stride}")
+    require_int(padding, "padding", 0)
+    require_int(stride, "stride", 1)
     N, C, H, Wd = X.shape
     K, C_w, R, S = W.shape
     if C_w != C:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from gpulib.arrays import blocks, output, to_device
+from gpulib.arrays import blocks, output, require_finite, to_device
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
 
 BLOCK = 128
@@ -198,6 +198,9 @@ def _prepare(X, W, b, padding, stride, out):
     if reason:
         raise ValueError(reason)
     Y = output(out, (N, K, Ho, Wo), "out")
+    for name, a in (("X", X), ("W", W)):  # inf - inf in a transform is NaN, and a NaN reaches all 4 outputs
+        require_finite(a, name, "Winograd's transforms would turn into NaN beyond the outputs they "
+                       "touch; use another algorithm")
     tiles_y, tiles_x = (Ho + 1) // 2, (Wo + 1) // 2
     return Y, tiles_y, tiles_x, N * tiles_y * tiles_x, filter_transform(W), bias_or_zeros(b, K)
 

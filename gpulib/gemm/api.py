@@ -45,7 +45,7 @@ def v3_shape(rows: int | None = None) -> dict:
 def launch_v3(A, B, C, shape: dict | None = None):
     """Launch version 3 with a tile ``shape`` (dict of BM, BN, BK, TM, TN); by default the one
     ``v3_shape`` picks for C's rows."""
-    shape = shape or v3_shape(C.shape[0])
+    shape = kernels.check_tile(shape, "shape") if shape is not None else v3_shape(C.shape[0])
     threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
     grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
     kernels.gemm_v3_kernel(**shape)[grid, threads](A, B, C)
@@ -62,6 +62,8 @@ def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_
     """
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
+    if shape is not None:
+        kernels.check_tile(shape, "shape")
     require(A, "A", 2, layout="[K, M] (trans_a)" if trans_a else "[M, K]")
     require(B, "B", 2, layout="[N, K] (trans_b)" if trans_b else "[K, N]")
     A, B = to_device(A), to_device(B)

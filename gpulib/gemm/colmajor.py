@@ -33,6 +33,9 @@ def sgemm(transa: str, transb: str, m: int, n: int, k: int, alpha: float, A, lda
 
     op(A) is m×k, op(B) is k×n, C is m×n; "N" leaves a matrix as it is, "T" transposes it.
     """
+    for name, op in (("transa", transa), ("transb", transb)):
+        if op not in ("N", "T"):
+            raise ValueError(f"{name} must be 'N' (as stored) or 'T' (transposed), not {op!r}")
     for name, buf in (("A", A), ("B", B), ("C", C)):
         if buf.ndim != 1 or buf.dtype != np.float32:
             raise ValueError(f"{name} must be a flat float32 buffer (use .ravel()), not {buf.dtype} {buf.shape}")

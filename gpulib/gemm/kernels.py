@@ -56,6 +56,29 @@ def gemm_v2_kernel(A, B, C):
         C[i, j] = acc
 
 
+TILE_KEYS = ("BM", "BN", "BK", "TM", "TN")
+
+
+def check_tile(tile: dict, name: str = "tile") -> dict:
+    """A block-tile dict (BM, BN, BK, TM, TN as positive integers, TM dividing BM and TN
+    dividing BN, PREFETCH optional): ValueError naming what is wrong, else the tile itself."""
+    if not isinstance(tile, dict):
+        raise ValueError(f"{name} must be a dict of {', '.join(TILE_KEYS)}, not {type(tile).__name__}")
+    missing = [k for k in TILE_KEYS if k not in tile]
+    unknown = [k for k in tile if k not in TILE_KEYS + ("PREFETCH",)]
+    if missing or unknown:
+        raise ValueError(f"{name} needs the keys {', '.join(TILE_KEYS)} (and PREFETCH, optional): "
+                         + (f"missing {missing}" if missing else "") + (f" unknown {unknown}" if unknown else ""))
+    for key in TILE_KEYS:
+        value = tile[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}[{key!r}] must be a positive integer, not {value!r}")
+    if tile["BM"] % tile["TM"] or tile["BN"] % tile["TN"]:
+        raise ValueError(f"{name}: TM must divide BM and TN must divide BN, not BM={tile['BM']}, TM={tile['TM']}, "
+                         f"BN={tile['BN']}, TN={tile['TN']}")
+    return tile
+
+
 @lru_cache(maxsize=None)
 def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8,
                    PREFETCH: bool = True):

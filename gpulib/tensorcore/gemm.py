@@ -237,8 +237,11 @@ def matmul_tc(A, B, *, version: str = "v2", out=None):
     to multiples of 16 and the product is cropped back."""
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
-    require(A, "A", 2, dtype=None, layout="[M, K]")
-    require(B, "B", 2, dtype=None, layout="[K, N]")
+    for name, M, layout in (("A", A, "[M, K]"), ("B", B, "[K, N]")):
+        require(M, name, 2, dtype=None, layout=layout)
+        if np.dtype(M.dtype).kind != "f":  # complex would lose its imaginary part in fp16
+            raise ValueError(f"{name} {layout} must hold real floating-point numbers (rounded to fp16), "
+                             f"not {np.dtype(M.dtype).name}")
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"inner dimensions do not match: A is {tuple(A.shape)} and B is {tuple(B.shape)}")
     M, N = A.shape[0], B.shape[1]
