@@ -25,15 +25,16 @@ def _c_contiguous(a) -> bool:
     return True
 
 
-def require(a, name: str, ndim: int, dtype=np.float32, layout: str = "") -> None:
-    """Raise ValueError unless ``a`` is a C-contiguous ``ndim``-D array of ``dtype``.
+def require(a, name: str, ndim: int | None, dtype=np.float32, layout: str = "") -> None:
+    """Raise ValueError unless ``a`` is a C-contiguous ``ndim``-D array of ``dtype`` (any number
+    of dimensions for ``ndim=None``).
 
     ``layout`` (e.g. "[N, n_in]") is quoted in the message so the reader sees what was meant.
     """
     what = f"{name} {layout}".strip()
     if not (hasattr(a, "shape") and hasattr(a, "dtype")):
         raise ValueError(f"{what} must be a NumPy or device array, not {type(a).__name__}")
-    if len(a.shape) != ndim:
+    if ndim is not None and len(a.shape) != ndim:
         raise ValueError(f"{what} must be {ndim}-D, but has shape {tuple(a.shape)}")
     if dtype is not None and np.dtype(a.dtype) != np.dtype(dtype):
         if np.dtype(a.dtype).newbyteorder("=") == np.dtype(dtype):

@@ -138,8 +138,8 @@ def softmax_cross_entropy_backward(P, labels, *, out=None):
 
 def sgd_update(theta, grad, lr: float) -> None:
     """θ ← θ - η ∇θ in place on a device parameter array of any shape."""
-    require(theta, "theta", len(theta.shape))
-    require(grad, "grad", len(grad.shape))
+    require(theta, "theta", None)
+    require(grad, "grad", None)
     if tuple(theta.shape) != tuple(grad.shape):
         raise ValueError(f"theta has shape {tuple(theta.shape)} but grad has {tuple(grad.shape)}")
     if not is_device_array(theta):
