@@ -5,6 +5,8 @@
     t.element_reads("X")             # how often each element of X was read (same shape as X)
     t.distinct_readers("X")          # how many different threads read each element
     t.races                          # shared-memory accesses with no barrier in between
+    t.divergent_barriers             # blocks whose threads passed different numbers of barriers
+    t.direct_reads("X")              # reads of a staged array that did not go into shared memory
     t.tiling_problems()              # e.g. "no shared-memory reads: the kernel is not tiled"
 
 The kernel runs on Numba's CUDA simulator whatever the backend of the process, with every
@@ -12,8 +14,19 @@ NumPy argument wrapped so that each read and write is recorded with the thread t
 it. Shared arrays are recorded too, start filled with NaN in every block (so a read of an
 element nobody wrote shows up in the output), and every barrier is counted, which is how a
 race is found: a thread reading a shared element another thread wrote since the last
-barrier (read after write), or overwriting one another thread read since then (write after
-read). Keep launches small: the simulator runs each thread as a Python thread.
+barrier (read after write), overwriting one another thread read (write after read) or wrote
+(write after write) since then. Atomic operations (``cuda.atomic.add`` and the others) are
+one indivisible access: atomics on the same element never race with each other, but a plain
+access next to another thread's atomic, with no barrier between, does.
+
+Two more mistakes are found. A barrier that some threads of a block skip (a syncthreads
+inside a branch) leaves the block's threads with different barrier counts: it is reported
+as a divergent barrier, naming the threads, and the block's apparent races (its barrier
+epochs no longer line up) are not reported. And a global array whose values a thread copies
+into shared memory is "staged"; a read of it whose value never goes to shared memory is a
+direct read, and a staged array with direct reads is partial tiling: the tile is there, but
+part of the kernel still reads global memory. Keep launches small: the simulator runs each
+thread as a Python thread.
 """
 
 from __future__ import annotations
@@ -34,13 +47,28 @@ class Race:
     array: str
     index: tuple
     block: tuple
-    kind: str  # "read after write" or "write after read"
+    kind: str  # "read after write", "write after read", "write after write", or one with "atomic"
     first_thread: tuple  # (threadIdx) of the earlier access
     second_thread: tuple  # (threadIdx) of the later access
 
     def __str__(self) -> str:
         return (f"{self.kind} on shared '{self.array}'{list(self.index)} in block {self.block}: "
                 f"thread {self.first_thread} then thread {self.second_thread} with no syncthreads between")
+
+
+@dataclass
+class DivergentBarrier:
+    """A block whose threads passed different numbers of barriers (a syncthreads some skipped)."""
+
+    block: tuple
+    counts: dict  # barriers passed -> the threads (threadIdx) that passed that many
+
+    def __str__(self) -> str:
+        parts = []
+        for count, threads in sorted(self.counts.items()):
+            shown = ", ".join(str(t) for t in threads[:4]) + (f" and {len(threads) - 4} more" if len(threads) > 4 else "")
+            parts.append(f"{len(threads)} thread(s) passed {count} ({shown})")
+        return f"divergent barrier in block {self.block}: " + "; ".join(parts)
 
 
 class _Recorder:
@@ -53,6 +81,8 @@ class _Recorder:
         self.writes_by_thread = np.zeros(total_threads, np.int64)
         self.reads_by_element = np.zeros(size, np.int64)
         self.writes_by_element = np.zeros(size, np.int64)
+        self.atomics = 0  # atomic read-modify-writes (counted as a read and a write too)
+        self.staged_reads = 0  # global reads whose value the thread then wrote into shared memory
         self.readers = [set() for _ in range(size)] if track_readers else None
         self.block_reads: dict[int, np.ndarray] = {}  # block id -> reads of each element
 
@@ -69,6 +99,8 @@ class _TracedArray:
             self._last_writer = np.full(n, -1, np.int64)
             self._last_read = np.full(n, -1, np.int64)
             self._last_reader = np.full(n, -1, np.int64)
+            self._last_atomic = np.full(n, -1, np.int64)
+            self._last_atomic_thread = np.full(n, -1, np.int64)
 
     def _flat(self, index) -> int:
         if not isinstance(index, tuple):
@@ -85,13 +117,23 @@ class _TracedArray:
 
     def __getitem__(self, index):
         flat = self._flat(index)
-        self._tracer._access(self, flat, write=False)
-        return self._data.flat[flat]
+        value = self._data.flat[flat]
+        self._tracer._access(self, flat, write=False, value=value)
+        return value
 
     def __setitem__(self, index, value):
         flat = self._flat(index)
-        self._tracer._access(self, flat, write=True)
+        self._tracer._access(self, flat, write=True, value=value)
         self._data.flat[flat] = value
+
+    def atomic(self, index, update):
+        """An atomic read-modify-write: ``update(old)`` is stored; the old value is returned."""
+        flat = self._flat(index)
+        with self._tracer._lock:
+            self._tracer._atomic(self, flat)
+            old = self._data.flat[flat]
+            self._data.flat[flat] = update(old)
+        return old
 
 
 class Trace:
@@ -103,12 +145,16 @@ class Trace:
         self.total_threads = int(np.prod(grid)) * self.threads_per_block
         self.arrays: dict[str, _Recorder] = {}
         self.races: list[Race] = []
+        self._all_races: list[Race] = []
         self.race_count = 0
         self.race_arrays: set[str] = set()  # every shared array that had a race
         self.barriers = 0
+        self.divergent_barriers: list[DivergentBarrier] = []
         self._epoch = np.zeros(self.total_threads, np.int64)  # barriers each thread has passed
         self._lock = threading.RLock()
         self._shared: dict = {}
+        self._pending: dict[int, dict] = {}  # thread -> value read from global -> its reads [recorder, staged]
+        self._just_read: dict[int, list] = {}  # thread -> its read, if that was its last access
 
     # -- bookkeeping called from the kernel's threads
     def _thread(self):
@@ -118,10 +164,11 @@ class Trace:
         block_id = b.x + gx * (b.y + gy * b.z)
         return block_id * self.threads_per_block + t.thread_id, (b.x, b.y, b.z), (i.x, i.y, i.z)
 
-    def _access(self, arr: _TracedArray, flat: int, write: bool) -> None:
+    def _access(self, arr: _TracedArray, flat: int, write: bool, value=None) -> None:
         with self._lock:
             tid, _, _ = self._thread()
             rec = arr._rec
+            self._follow_value(arr, tid, write, value)
             if write:
                 rec.writes_by_thread[tid] += 1
                 rec.writes_by_element[flat] += 1
@@ -137,12 +184,60 @@ class Trace:
             if arr._block is not None:
                 self._check_race(arr, flat, tid, write)
 
+    @staticmethod
+    def _key(value):
+        return np.float64(value).tobytes()
+
+    def _follow_value(self, arr: _TracedArray, tid: int, write: bool, value) -> None:
+        """Staging: a global read is staged when the same thread later writes its very value into
+        shared memory (``tile[i] = X[j]``, also through a register, as a prefetch does), or writes
+        shared memory right after it (``tile[i] = X[j] + 1``); integers (index tables) never
+        stage floats."""
+        just_read = self._just_read.pop(tid, None)
+        kind = arr._data.dtype.kind
+        if arr._block is None and not write:
+            read = [arr._rec, False, kind]  # [recorder, staged, kind of number]
+            self._pending.setdefault(tid, {}).setdefault((kind, self._key(value)), []).append(read)
+            self._just_read[tid] = read
+        elif arr._block is not None and write:
+            waiting = [r for r in self._pending.get(tid, {}).get((kind, self._key(value)), []) if not r[1]]
+            if waiting:
+                read = waiting[0]
+            elif just_read is not None and not just_read[1] and just_read[2] == kind:
+                read = just_read
+            else:
+                read = None
+            if read is not None:
+                read[1] = True
+                read[0].staged_reads += 1
+
+    def _atomic(self, arr: _TracedArray, flat: int) -> None:
+        tid, _, _ = self._thread()
+        rec = arr._rec
+        rec.atomics += 1
+        rec.reads_by_thread[tid] += 1
+        rec.writes_by_thread[tid] += 1
+        rec.reads_by_element[flat] += 1
+        rec.writes_by_element[flat] += 1
+        if arr._block is not None:
+            epoch = self._epoch[tid]
+            for last, who, kind in ((arr._last_write, arr._last_writer, "atomic after write"),
+                                    (arr._last_read, arr._last_reader, "atomic after read")):
+                if last[flat] == epoch and who[flat] not in (-1, tid):
+                    self._race(arr, flat, kind, who[flat], tid)
+            arr._last_atomic[flat], arr._last_atomic_thread[flat] = epoch, tid
+
     def _check_race(self, arr: _TracedArray, flat: int, tid: int, write: bool) -> None:
         epoch = self._epoch[tid]
+        atomic_thread = arr._last_atomic_thread[flat]
+        if arr._last_atomic[flat] == epoch and atomic_thread not in (-1, tid):
+            self._race(arr, flat, "write after atomic" if write else "read after atomic", atomic_thread, tid)
         if write:
-            reader = arr._last_reader[flat]
+            reader, writer = arr._last_reader[flat], arr._last_writer[flat]
             if arr._last_read[flat] == epoch and reader not in (-1, tid):
                 self._race(arr, flat, "write after read", reader, tid)
+            elif arr._last_write[flat] == epoch and writer not in (-1, tid):
+                self._race(arr, flat, "write after write", writer, tid)
             arr._last_write[flat], arr._last_writer[flat] = epoch, tid
         else:
             writer = arr._last_writer[flat]
@@ -151,12 +246,28 @@ class Trace:
             arr._last_read[flat], arr._last_reader[flat] = epoch, tid
 
     def _race(self, arr, flat, kind, first, second):
-        self.race_count += 1
-        self.race_arrays.add(arr._rec.name)
-        if len(self.races) < 20:
-            index = tuple(int(i) for i in np.unravel_index(flat, arr.shape))
-            self.races.append(Race(arr._rec.name, index, arr._block, kind,
-                                   self._thread_idx(first), self._thread_idx(second)))
+        index = tuple(int(i) for i in np.unravel_index(flat, arr.shape))
+        self._all_races.append(Race(arr._rec.name, index, arr._block, kind,
+                                    self._thread_idx(first), self._thread_idx(second)))
+
+    def _finish(self) -> None:
+        """After the launch: find divergent barriers, then keep the races of the other blocks."""
+        diverged = set()
+        gx, gy, _ = self.grid
+        for block_id in range(self.total_threads // self.threads_per_block):
+            first = block_id * self.threads_per_block
+            epochs = self._epoch[first:first + self.threads_per_block]
+            if (epochs != epochs[0]).any():
+                block = (block_id % gx, (block_id // gx) % gy, block_id // (gx * gy))
+                counts: dict = {}
+                for local, count in enumerate(epochs):
+                    counts.setdefault(int(count), []).append(self._thread_idx(first + local))
+                self.divergent_barriers.append(DivergentBarrier(block, counts))
+                diverged.add(block)
+        kept = [r for r in self._all_races if r.block not in diverged]
+        self.race_count = len(kept)
+        self.race_arrays = {r.array for r in kept}
+        self.races = kept[:20]
 
     def _thread_idx(self, tid: int) -> tuple:
         local = int(tid) % self.threads_per_block
@@ -224,10 +335,15 @@ class Trace:
     def shared_reads(self) -> int:
         return int(sum(r.reads_by_element.sum() for r in self.arrays.values() if r.kind == "shared"))
 
+    def direct_reads(self, name: str) -> int:
+        """Reads of a global array whose value the reading thread never wrote into shared memory."""
+        rec = self.arrays[name]
+        return int(rec.reads_by_element.sum()) - rec.staged_reads
+
     def tiling_problems(self) -> list[str]:
         """What is wrong with a kernel meant to be tiled (empty list: nothing found)."""
         shared = [r for r in self.arrays.values() if r.kind == "shared"]
-        problems = []
+        problems = [str(d) for d in self.divergent_barriers]
         if not shared:
             problems.append("no shared memory is allocated: the kernel is not tiled")
         elif self.shared_reads() == 0:
@@ -236,6 +352,11 @@ class Trace:
         for r in shared:
             if r.reads_by_element.sum() and not r.writes_by_element.sum():
                 problems.append(f"shared '{r.name}' is read but never written")
+        for r in self.arrays.values():
+            direct = self.direct_reads(r.name) if r.kind == "global" else 0
+            if r.kind == "global" and r.staged_reads and direct:
+                problems.append(f"partial tiling: '{r.name}' is staged in shared memory, but {direct} of its "
+                                f"{int(r.reads_by_element.sum())} reads still come from global memory")
         if self.race_count:
             problems.append(f"{self.race_count} race(s) on shared memory, e.g. {self.races[0]}")
         return problems
@@ -253,6 +374,8 @@ class Trace:
             readers = max((len(s) for s in r.readers), default=0) if r.readers is not None else "-"
             lines.append(f"{r.name:<8} {r.kind:<7} {r.reads_by_element.sum():>9} {r.writes_by_element.sum():>8} "
                          f"{per_thread:>13.1f} {r.reads_by_element.max():>18} {readers!s:>20}")
+        for d in self.divergent_barriers[:3]:
+            lines.append(f"DIVERGENT BARRIER: {d}")
         if self.race_count:
             lines.append(f"RACES: {self.race_count}, first: {self.races[0]}")
         return "\n".join(lines)
@@ -272,7 +395,25 @@ def _instrumented_simulator(tracer: Trace):
         def array(self, shape, dtype, alignment=None):
             return tracer._shared_array(shape, dtype, sys._getframe(1))
 
+    class Atomic:
+        """The simulator's atomics, routed through the tracer for traced arrays."""
+
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, op):
+            plain = getattr(self._inner, op)
+            update = _ATOMIC_UPDATES.get(op)
+
+            def traced(array, index, *values):
+                if isinstance(array, _TracedArray) and update is not None:
+                    return array.atomic(index, lambda old: update(old, *values))
+                return plain(array, index, *values)
+
+            return traced
+
     original_shared = kernelapi.FakeCUDAModule.shared
+    original_atomic = kernelapi.FakeCUDAModule.atomic
     original_sync = kernelapi.FakeCUDAModule.syncthreads
 
     def syncthreads(self):
@@ -280,12 +421,23 @@ def _instrumented_simulator(tracer: Trace):
         original_sync(self)
 
     kernelapi.FakeCUDAModule.shared = property(lambda self: Shared(self._shared))
+    kernelapi.FakeCUDAModule.atomic = property(lambda self: Atomic(self._atomic))
     kernelapi.FakeCUDAModule.syncthreads = syncthreads
     try:
         yield
     finally:
         kernelapi.FakeCUDAModule.shared = original_shared
+        kernelapi.FakeCUDAModule.atomic = original_atomic
         kernelapi.FakeCUDAModule.syncthreads = original_sync
+
+
+# what each atomic stores, given the old value (the simulator's own set; cas is left to it)
+_ATOMIC_UPDATES = {
+    "add": lambda old, v: old + v, "sub": lambda old, v: old - v, "and_": lambda old, v: old & v,
+    "or_": lambda old, v: old | v, "xor": lambda old, v: old ^ v, "max": lambda old, v: max(old, v),
+    "min": lambda old, v: min(old, v), "exch": lambda old, v: v,
+    "inc": lambda old, v: 0 if old >= v else old + 1, "dec": lambda old, v: v if old == 0 or old > v else old - 1,
+}
 
 
 @contextmanager
@@ -338,4 +490,5 @@ def trace(kernel, grid, block, *args, names=None) -> Trace:
             wrapped.append(arg)
     with _instrumented_simulator(tracer), _python_device_functions(fn):
         FakeCUDAKernel(fn, device=False)[grid, block](*wrapped)
+    tracer._finish()
     return tracer

@@ -191,3 +191,131 @@ def test_the_tracer_also_runs_in_a_process_on_the_real_cuda_target():
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "reads of X: 24" in proc.stdout
+
+
+# ---- the blind spots: a planted mistake of each kind, and a correct twin that must stay clean
+N_THREADS = 16
+
+
+@cuda.jit
+def count_into_shared(out, atomic):
+    """Every thread adds 1 to a shared counter (atomically, or with a plain += when not)."""
+    counter = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        counter[0] = 0.0
+    cuda.syncthreads()
+    if atomic:
+        cuda.atomic.add(counter, 0, 1.0)
+    else:
+        counter[0] += 1.0
+    cuda.syncthreads()
+    if t == 0:
+        out[0] = counter[0]
+
+
+@pytest.mark.parametrize("atomic", [True, False])
+def test_atomics_on_shared_memory_are_not_races_but_plain_updates_are(atomic):
+    out = np.zeros(1, np.float32)
+    t = trace(count_into_shared, 1, N_THREADS, out, atomic, names=("out",))
+    if atomic:
+        assert out[0] == N_THREADS and t.race_count == 0 and t.arrays["counter"].atomics == N_THREADS
+    else:
+        assert t.race_count > 0 and {r.kind for r in t.races} & {"read after write", "write after write"}
+
+
+@cuda.jit
+def stage(x, y, slot_per_two_threads):
+    """Stage x in a shared tile and write it back; with slot_per_two_threads, two threads write
+    the same slot in one barrier interval."""
+    tile = cuda.shared.array(N_THREADS, float32)
+    t = cuda.threadIdx.x
+    slot = t // 2 if slot_per_two_threads else t
+    tile[slot] = x[t]
+    cuda.syncthreads()
+    y[t] = tile[slot]
+
+
+@pytest.mark.parametrize("clash", [True, False])
+def test_two_threads_writing_one_shared_slot_is_a_write_after_write_race(clash):
+    x = np.arange(N_THREADS, dtype=np.float32) + 1
+    t = trace(stage, 1, N_THREADS, x, np.zeros_like(x), clash, names=("x", "y"))
+    if clash:
+        assert t.race_count == N_THREADS // 2 and {r.kind for r in t.races} == {"write after write"}
+        assert "tile" in t.tiling_problems()[0]
+    else:
+        assert t.race_count == 0 and t.tiling_problems() == []
+
+
+@cuda.jit
+def tiled_double(x, y, partial):
+    """y = 2·x through a shared tile; with ``partial``, the second term is read from global memory again."""
+    tile = cuda.shared.array(N_THREADS, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * N_THREADS + t
+    tile[t] = x[i]
+    cuda.syncthreads()
+    y[i] = tile[t] + (x[i] if partial else tile[t])
+
+
+@pytest.mark.parametrize("partial", [True, False])
+def test_a_tile_staged_but_bypassed_is_partial_tiling(partial, rng):
+    x = rng.standard_normal(2 * N_THREADS).astype(np.float32)
+    y = np.zeros_like(x)
+    t = trace(tiled_double, 2, N_THREADS, x, y, partial, names=("x", "y"))
+    np.testing.assert_array_equal(y, 2 * x)  # the answer is right either way: only the trace tells
+    if partial:
+        assert t.direct_reads("x") == 2 * N_THREADS
+        assert t.tiling_problems() == [f"partial tiling: 'x' is staged in shared memory, but {2 * N_THREADS} of its "
+                                       f"{4 * N_THREADS} reads still come from global memory"]
+    else:
+        assert t.direct_reads("x") == 0 and t.tiling_problems() == []
+
+
+@cuda.jit
+def reverse_in_block(x, y, diverge):
+    """y = x reversed within the block; with ``diverge``, only the first half of the threads
+    reach the barrier."""
+    tile = cuda.shared.array(N_THREADS, float32)
+    t = cuda.threadIdx.x
+    tile[t] = x[t]
+    if not diverge or t < N_THREADS // 2:
+        cuda.syncthreads()
+    y[t] = tile[N_THREADS - 1 - t]
+
+
+@pytest.mark.parametrize("diverge", [True, False])
+def test_a_barrier_some_threads_skip_is_reported_as_divergent(diverge):
+    x = np.arange(N_THREADS, dtype=np.float32)
+    t = trace(reverse_in_block, 1, N_THREADS, x, np.zeros_like(x), diverge, names=("x", "y"))
+    if diverge:
+        [d] = t.divergent_barriers
+        assert d.block == (0, 0, 0) and sorted(d.counts) == [0, 1]
+        assert d.counts[0][0] == (N_THREADS // 2, 0, 0)  # the first thread that skipped it, named
+        assert t.race_count == 0  # not mistaken for a race
+        assert t.tiling_problems()[0].startswith("divergent barrier in block (0, 0, 0): 8 thread(s) passed 0")
+    else:
+        assert t.divergent_barriers == [] and t.race_count == 0 and t.tiling_problems() == []
+
+
+def test_the_books_tiled_kernels_are_clean(rng):
+    from gpulib.conv import implicit_gemm
+    from gpulib.gemm import kernels as gemm_kernels
+
+    A = rng.standard_normal((20, 11)).astype(np.float32)
+    B = rng.standard_normal((11, 18)).astype(np.float32)
+    for kernel, grid, block in ((gemm_kernels.gemm_v2_kernel, (2, 2), (16, 16)),
+                                (gemm_kernels.gemm_v3_kernel(**gemm_kernels.V3_SIM), (2, 2), (8, 8))):
+        C = np.zeros((20, 18), np.float32)
+        t = trace(kernel, grid, block, A, B, C, names=("A", "B", "C"))
+        np.testing.assert_allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+        assert t.tiling_problems() == [], t.tiling_problems()
+    X = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    W = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    Y = np.zeros((1, 3, 5, 5), np.float32)
+    tile = implicit_gemm.TILE_SIM
+    kernel = implicit_gemm.implicit_gemm_kernel(3, 3, True, **tile)
+    t = trace(kernel, (2, 1), (tile["BN"] // tile["TN"], tile["BM"] // tile["TM"]), X, W.reshape(3, -1), np.zeros(3, np.float32),
+              Y, 1, 1, implicit_gemm.row_table(2, 3, 3), names=("X", "W_mat", "b", "Y", "padding", "stride", "rows"))
+    np.testing.assert_allclose(Y, ref.conv2d(X, W, None, 1), rtol=1e-4, atol=1e-4)
+    assert t.tiling_problems() == [], t.tiling_problems()
