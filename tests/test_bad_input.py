@@ -94,12 +94,15 @@ for _name, _conv in CONVOLUTIONS.items():
 
 
 ANY_SHAPE = {"cnn.relu"}  # element-wise on an array of any number of dimensions
+ANY_FLOAT = {"tensorcore.matmul_tc"}  # rounds any real floating-point input to fp16
 
 
-def _bad_arrays(a: np.ndarray, any_shape: bool = False) -> list:
+def _bad_arrays(a: np.ndarray, any_shape: bool = False, any_float: bool = False) -> list:
     """Ways to get an array argument wrong that no entry point may accept."""
-    bad = [a.astype(np.float64) if a.dtype == f32 else a.astype(np.float32), a.astype(a.dtype.newbyteorder(">")),
-           a.tolist(), None, "X", np.zeros((0,) + a.shape[1:], a.dtype)]
+    bad = [a.tolist(), None, "X", np.zeros((0,) + a.shape[1:], a.dtype),
+           a.astype(np.complex64) if any_float else a.astype(np.int32) if a.dtype == f32 else a.astype(f32)]
+    if not any_float:
+        bad += [a.astype(np.float64) if a.dtype == f32 else a.astype(np.int64), a.astype(a.dtype.newbyteorder(">"))]
     if not any_shape:
         bad += [a[None]] + ([a[0]] if a.ndim > 1 else [])  # one axis more or fewer
     if a.ndim > 1:
@@ -144,7 +147,7 @@ def test_malformed_input_is_refused_before_any_launch(data, launches):
         least = integers[target]
         value = data.draw(st.sampled_from([least - 1, least - 5, float(max(least, 1)), "2", None, True]), label="value")
     else:
-        bad = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE)
+        bad = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)
         value = data.draw(st.sampled_from([v for v in bad if not (v is None and target == "b")]), label="value")
     args[target] = value
     launches["n"] = 0
@@ -249,3 +252,68 @@ def test_the_tracer_refuses_launches_it_cannot_trace(rng):
         trace(direct.conv2d_v1_kernel, (1, 1, 1), (0, 4), X, W, np.zeros(1, f32), Y, 0, 1)
     with pytest.raises(ValueError, match="argument 0 is a device array"):
         trace(direct.conv2d_v1_kernel, (1, 1, 1), (2, 2), gpulib.cuda.to_device(X), W, np.zeros(1, f32), Y, 0, 1)
+
+
+OUT_CALLS = {name: conv for name, conv in CONVOLUTIONS.items()}
+OUT_CALLS.update({
+    "gemm.matmul": lambda X, W, b, p, s, out: gemm.matmul(X[0, 0], X[0, 0].T.copy(), out=out),
+    "tensorcore.matmul_tc": lambda X, W, b, p, s, out: tc_gemm.matmul_tc(X[0, 0], X[0, 0].T.copy(), out=out),
+    "cnn.relu": lambda X, W, b, p, s, out: cnn.relu(X, out=out),
+    "mlp.dense_forward": lambda X, W, b, p, s, out: mlp.dense_forward(X[0, 0], np.ones((4, 5), f32), b, out=out),
+})
+
+
+_OUT_SHAPES: dict = {}
+
+
+@settings(max_examples=60 if gpulib.on_simulator() else 1, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(sorted(OUT_CALLS)),
+       bad=st.sampled_from(["shape", "dtype", "host", "not an array", "non-contiguous"]))
+def test_a_wrong_out_is_refused_before_any_launch(name, bad, launches):
+    a = _conv_args(np.random.default_rng(0))
+    X, W, b = a["X"], a["W"][:, :, :, :3], a["b"]
+    call = OUT_CALLS[name]
+    if name not in _OUT_SHAPES:  # the output each call makes (run once per entry point)
+        _OUT_SHAPES[name] = tuple(call(X, W, b, 1, 1, out=None).shape)
+    shape = _OUT_SHAPES[name]
+    out = {"shape": lambda: gpulib.poisoned(shape[:-1] + (shape[-1] + 1,)),
+           "dtype": lambda: gpulib.cuda.to_device(np.zeros(shape, np.float64)),
+           "host": lambda: np.zeros(shape, f32),
+           "not an array": lambda: list(range(3)),
+           "non-contiguous": lambda: gpulib.cuda.to_device(np.zeros(shape[::-1], f32)).T
+           if len(shape) > 1 and shape[0] > 1 else "out"}[bad]()
+    launches["n"] = 0
+    with pytest.raises((ValueError, TypeError)):
+        call(X, W, b, 1, 1, out=out)
+    assert launches["n"] == 0, f"{name} launched {launches['n']} kernel(s) before refusing out ({bad})"
+
+
+def _every_corruption():
+    for name in sorted(ENTRY_POINTS):
+        make, _, arrays, integers = ENTRY_POINTS[name]
+        args = make(np.random.default_rng(0))
+        for target in arrays:
+            bad = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)
+            for i, value in enumerate(bad):
+                if not (value is None and target == "b"):
+                    yield name, target, i
+        for target, least in integers.items():
+            for i in range(6):
+                yield name, target, -1 - i
+
+
+@pytest.mark.parametrize("name, target, which", list(_every_corruption()))
+def test_every_corruption_of_every_argument_is_refused(name, target, which, launches):
+    """The same, exhaustively: every entry point, every argument, every way to break it."""
+    make, call, _, integers = ENTRY_POINTS[name]
+    args = make(np.random.default_rng(0))
+    if which >= 0:
+        args[target] = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)[which]
+    else:
+        least = integers[target]
+        args[target] = [least - 1, least - 5, float(max(least, 1)), "2", None, True][-1 - which]
+    launches["n"] = 0
+    with pytest.raises((ValueError, TypeError)):
+        call(args)
+    assert launches["n"] == 0, f"{name} launched {launches['n']} kernel(s) before refusing {target}"
