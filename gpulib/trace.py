@@ -442,20 +442,28 @@ _ATOMIC_UPDATES = {
 
 @contextmanager
 def _python_device_functions(fn):
-    """On a GPU backend, let the kernel call its device functions as plain Python."""
+    """On a GPU backend, let the kernel call its device functions as plain Python: the ones it
+    finds as globals and the ones a kernel factory closed over (``fetch`` in gemm version 3)."""
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
-    globs = fn.__globals__
-    swapped = {}
-    for key, value in list(globs.items()):
+    def is_device_function(value):
         options = getattr(value, "targetoptions", None)
-        if options is not None and options.get("device") and hasattr(value, "py_func"):
-            swapped[key] = value
-            globs[key] = FakeCUDAKernel(value.py_func, device=True)
+        return options is not None and options.get("device") and hasattr(value, "py_func")
+
+    globs = fn.__globals__
+    swapped = {key: value for key, value in list(globs.items()) if is_device_function(value)}
+    cells = [cell for cell in (fn.__closure__ or ()) if is_device_function(cell.cell_contents)]
+    originals = [cell.cell_contents for cell in cells]
+    for key, value in swapped.items():
+        globs[key] = FakeCUDAKernel(value.py_func, device=True)
+    for cell, value in zip(cells, originals):
+        cell.cell_contents = FakeCUDAKernel(value.py_func, device=True)
     try:
         yield
     finally:
         globs.update(swapped)
+        for cell, value in zip(cells, originals):
+            cell.cell_contents = value
 
 
 def trace(kernel, grid, block, *args, names=None) -> Trace:
