@@ -112,6 +112,11 @@ def _bad_arrays(a: np.ndarray, any_shape: bool = False, any_float: bool = False)
     return bad
 
 
+def _bad_integers(least: int) -> list:
+    """Ways to get an integer argument of at least ``least`` wrong."""
+    return [least - 1, least - 5, float(max(least, 1)), "2", None, True]
+
+
 @pytest.fixture(autouse=True)
 def launches(monkeypatch):
     from numba.cuda.simulator.kernel import FakeCUDAKernel
@@ -145,7 +150,7 @@ def test_malformed_input_is_refused_before_any_launch(data, launches):
     target = data.draw(st.sampled_from(targets), label="argument")
     if target in integers:
         least = integers[target]
-        value = data.draw(st.sampled_from([least - 1, least - 5, float(max(least, 1)), "2", None, True]), label="value")
+        value = data.draw(st.sampled_from(_bad_integers(least)), label="value")
     else:
         bad = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)
         value = data.draw(st.sampled_from([v for v in bad if not (v is None and target == "b")]), label="value")
@@ -299,7 +304,7 @@ def _every_corruption():
                 if not (value is None and target == "b"):
                     yield name, target, i
         for target, least in integers.items():
-            for i in range(6):
+            for i in range(len(_bad_integers(least))):
                 yield name, target, -1 - i
 
 
@@ -311,8 +316,7 @@ def test_every_corruption_of_every_argument_is_refused(name, target, which, laun
     if which >= 0:
         args[target] = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)[which]
     else:
-        least = integers[target]
-        args[target] = [least - 1, least - 5, float(max(least, 1)), "2", None, True][-1 - which]
+        args[target] = _bad_integers(integers[target])[-1 - which]
     launches["n"] = 0
     with pytest.raises((ValueError, TypeError)):
         call(args)
