@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.conv.shapes import conv_output_size
+from gpulib.conv.shapes import output_shape as shapes_output_shape
 
 # 16.3's layer: a middle layer of a ResNet-like network, measured in 16.3, 16.4 and 16.5
 LAYER = dict(N=32, C=64, H=56, W=56, K=64, R=3, S=3, padding=1, stride=1)
@@ -25,9 +25,7 @@ def shapes(layer: dict) -> tuple[tuple, tuple]:
 
 def output_shape(layer: dict) -> tuple:
     """Y's shape [N, K, H', W']."""
-    L = layer
-    return (L["N"], L["K"], conv_output_size(L["H"], L["R"], L["padding"], L["stride"]),
-            conv_output_size(L["W"], L["S"], L["padding"], L["stride"]))
+    return shapes_output_shape(*shapes(layer), layer["padding"], layer["stride"])
 
 
 def flop(layer: dict = LAYER) -> float:

@@ -28,7 +28,7 @@ from functools import partial
 from typing import Callable
 
 from gpulib.conv import direct, fft, im2col, implicit_gemm, winograd
-from gpulib.conv.shapes import check_conv_inputs, conv_output_size
+from gpulib.conv.shapes import check_conv_inputs, output_shape
 from gpulib.tensorcore import conv as tensorcore_conv
 
 
@@ -57,17 +57,14 @@ def _no_workspace(X_shape, W_shape, padding, stride) -> int:
 
 def direct_multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """N·K·H'·W'·C·R·S: one multiplication per filter tap per output, as every GEMM form does."""
-    N, C, H, Wd = X_shape
-    K, _, R, S = W_shape
-    return N * K * conv_output_size(H, R, padding, stride) * conv_output_size(Wd, S, padding, stride) * C * R * S
+    N, K, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
+    return N * K * Ho * Wo * W_shape[1] * W_shape[2] * W_shape[3]
 
 
 def _x_col_bytes(X_shape, W_shape, padding, stride) -> int:
     """X_col [C·R·S, N·H'·W'] and Y_mat [K, N·H'·W'], float32."""
-    N, C, H, Wd = X_shape
-    K, _, R, S = W_shape
-    pixels = N * conv_output_size(H, R, padding, stride) * conv_output_size(Wd, S, padding, stride)
-    return 4 * (C * R * S + K) * pixels
+    N, K, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
+    return 4 * (W_shape[1] * W_shape[2] * W_shape[3] + K) * N * Ho * Wo
 
 
 def _table_bytes(X_shape, W_shape, padding, stride) -> int:

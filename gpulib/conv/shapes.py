@@ -1,6 +1,7 @@
 """16.3-16.5: the shape rules every convolution shares, in one place.
 
     conv_output_size   H' = ⌊(H + 2·padding - R) / stride⌋ + 1
+    output_shape       Y's shape [N, K, H', W'] from the shapes of X and W
     check_conv_inputs  X [N, C, H, W], W [K, C, R, S], b [K] (or None), padding, stride checked
                        before any launch; returns Y's shape [N, K, H', W']
     bias_or_zeros      the bias on the device, or K zeros when there is none
@@ -19,6 +20,13 @@ from gpulib.arrays import require, require_int, to_device
 def conv_output_size(size: int, filter_size: int, padding: int, stride: int) -> int:
     """H' = (H + 2·padding - R) // stride + 1 (the chapter's H - R + 1 for padding 0, stride 1)."""
     return (size + 2 * padding - filter_size) // stride + 1
+
+
+def output_shape(X_shape, W_shape, padding: int, stride: int) -> tuple[int, int, int, int]:
+    """Y's shape (N, K, H', W') for X of shape [N, C, H, W] and W of shape [K, C, R, S]."""
+    N, _, H, Wd = X_shape
+    K, _, R, S = W_shape
+    return (N, K, conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride))
 
 
 def check_conv_inputs(X, W, b, padding: int, stride: int) -> tuple[int, int, int, int]:
@@ -42,7 +50,7 @@ def check_conv_inputs(X, W, b, padding: int, stride: int) -> tuple[int, int, int
             f"the {R}x{S} filter is larger than the padded {H + 2 * padding}x{Wd + 2 * padding} image "
             f"({H}x{Wd} with padding {padding})"
         )
-    return (N, K, conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride))
+    return output_shape(X.shape, W.shape, padding, stride)
 
 
 def bias_or_zeros(b, K: int):

@@ -25,7 +25,7 @@ import numpy as np
 from numba import cuda, float32
 
 from gpulib.arrays import blocks, output, require_finite, to_device
-from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, output_shape
 
 BLOCK = 128
 # the F(2x2, 3x3) matrices, for the NumPy reference and the docs; the kernels spell them out
@@ -36,8 +36,7 @@ AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 
 def _tiles(X_shape, padding: int) -> int:
     """2x2 output tiles of a 3x3, stride-1 layer: N·⌈H'/2⌉·⌈W'/2⌉."""
-    N, _, H, W = X_shape
-    Ho, Wo = H + 2 * padding - 2, W + 2 * padding - 2
+    N, _, Ho, Wo = output_shape(X_shape, (1, X_shape[1], 3, 3), padding, 1)
     return N * ((Ho + 1) // 2) * ((Wo + 1) // 2)
 
 

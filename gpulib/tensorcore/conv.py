@@ -27,7 +27,7 @@ from numba import cuda, float32, types
 from gpulib import reference as ref
 from gpulib.arrays import blocks, output, to_device, to_host
 from gpulib.conv.implicit_gemm import row_table
-from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
+from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
 from gpulib.tensorcore import wmma
 from gpulib.tensorcore.gemm import warp_mma, warp_store
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE
@@ -224,7 +224,8 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, version
     if version == "v1":
         return 2 * (N * C * H * Wd + K * C * R * S) + 12 * C * R * S
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
-    rows = blocks(N * conv_output_size(H, R, padding, stride) * conv_output_size(Wd, S, padding, stride), 16) * 16
+    _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
+    rows = blocks(N * Ho * Wo, 16) * 16
     return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16
 
 
