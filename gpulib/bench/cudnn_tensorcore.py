@@ -77,10 +77,10 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     N, K, Ho, Wo = want.shape
     Yn = poisoned((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]))
     shape = (N, L["H"], L["W"], L["R"], L["S"])
-    nchw = lambda Yn: Yn.copy_to_host()[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)  # noqa: E731
     conv_rows.append(M.checked_row("gpulib tensor-core conv v2 (NHWC, async copies, fp16)",
                                    lambda: TC.launch_nhwc(X2, Wt, bias_rows, Yn, shape, L["padding"], L["stride"]),
-                                   want, out=Yn, view=nchw, flop=conv_flop, scale=scale, repeat=repeat))
+                                   want, out=Yn, view=lambda Yn: TC.nhwc_rows_to_nchw(Yn, want.shape),
+                                   flop=conv_flop, scale=scale, repeat=repeat))
     library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
     conv_rows.append(M.checked_row(library, run, want, flop=conv_flop, scale=scale, rtol=3e-3, repeat=repeat))
     return dict(gemm=dict(size=S, library=gemm_rows[-1]["name"], rows=M.with_ratio(gemm_rows, gemm_rows[-1]["ms"])),

@@ -192,6 +192,13 @@ def launch_nhwc(X2, Wt, bias_rows, Y, shape, padding: int, stride: int):
     tc_conv_nhwc_kernel[grid, V2_THREADS](X2, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride)
 
 
+def nhwc_rows_to_nchw(Yn, shape) -> np.ndarray:
+    """Version 2's output [rows ≥ N·H'·W', K16] on the device as a NumPy Y [N, K, H', W']:
+    the padding rows and filters cropped, the layout turned back to NCHW."""
+    N, K, Ho, Wo = shape
+    return to_host(Yn)[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
+
+
 VERSIONS = ("v1", "v2")
 
 
@@ -207,8 +214,7 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, vers
         X2, Wt, bias_rows = nhwc_operands(X, W, b)
         Yn = cuda.device_array((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]), np.float32)
         launch_nhwc(X2, Wt, bias_rows, Yn, (N, X.shape[2], X.shape[3], R, S), padding, stride)
-        Y.copy_to_device(np.ascontiguousarray(
-            Yn.copy_to_host()[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)))
+        Y.copy_to_device(np.ascontiguousarray(nhwc_rows_to_nchw(Yn, (N, K, Ho, Wo))))
         return Y
     X16 = to_device(np.asarray(to_host(X), np.float16))
     W16 = to_device(np.asarray(to_host(W), np.float16).reshape(K, C * R * S))
