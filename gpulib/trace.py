@@ -7,6 +7,7 @@
     t.races                          # shared-memory accesses with no barrier in between
     t.divergent_barriers             # blocks whose threads passed different numbers of barriers
     t.direct_reads("X")              # reads of a staged array that did not go into shared memory
+    t.first_writes("Y")              # the element each thread wrote first (coalescing)
     t.tiling_problems()              # e.g. "no shared-memory reads: the kernel is not tiled"
 
 The kernel runs on Numba's CUDA simulator whatever the backend of the process, with every
@@ -84,6 +85,7 @@ class _Recorder:
         self.atomics = 0  # atomic read-modify-writes (counted as a read and a write too)
         self.staged_reads = 0  # global reads whose value the thread then wrote into shared memory
         self.readers = [set() for _ in range(size)] if track_readers else None
+        self.first_write = np.full(total_threads, -1, np.int64)  # flat index each thread wrote first
         self.block_reads: dict[int, np.ndarray] = {}  # block id -> reads of each element
 
 
@@ -170,6 +172,8 @@ class Trace:
             rec = arr._rec
             self._follow_value(arr, tid, write, value)
             if write:
+                if rec.first_write[tid] < 0:
+                    rec.first_write[tid] = flat
                 rec.writes_by_thread[tid] += 1
                 rec.writes_by_element[flat] += 1
             else:
@@ -318,6 +322,11 @@ class Trace:
         block_id = bx + self.grid[0] * (by + self.grid[1] * bz)
         first = block_id * self.threads_per_block
         return int(self.arrays[name].reads_by_thread[first:first + self.threads_per_block].sum())
+
+    def first_writes(self, name: str) -> np.ndarray:
+        """The flat index of the element each thread wrote first (-1: it wrote none), indexed by
+        global thread number (block number · threads per block + thread number in the block)."""
+        return self.arrays[name].first_write
 
     def distinct_readers(self, name: str) -> np.ndarray:
         """How many different threads read each element of a global array."""
