@@ -1,0 +1,160 @@
+"""16.2 assignment: the checks of max pooling (forward, and backward with ties) and of the
+convolution's input gradient at stride 2 with padding (``assignments/source/16_2_cnn``).
+
+Every kernel here maps one thread to one element of its output image: threadIdx.x walks the
+columns, threadIdx.y the rows, and blockIdx.z the (image, channel) pairs, z = n·C + c.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpulib import reference
+from gpulib.arrays import blocks
+from gpulib.conv.shapes import conv_output_size
+from gpulib.env import sized
+from gpulib.grading import core
+
+BLOCK = (16, 16)
+
+
+def _grid(shape4):
+    N, C, H, W = shape4
+    return (blocks(W, BLOCK[0]), blocks(H, BLOCK[1]), N * C)
+
+
+# -- launches
+
+
+def run_max_pool(kernel, X, trace=False):
+    """Y = 2×2 max pooling with stride 2 (rows and columns left over are dropped)."""
+    N, C, H, W = X.shape
+    Y = (N, C, H // 2, W // 2)
+    return core.run(kernel, _grid(Y), BLOCK, {"X": X}, {"Y": Y}, (), trace, "max_pool_kernel")
+
+
+def run_max_pool_backward(kernel, X, dY, trace=False):
+    """dX: one thread per element of X."""
+    return core.run(kernel, _grid(X.shape), BLOCK, {"X": X, "dY": dY}, {"dX": X.shape}, (), trace,
+                    "max_pool_backward_kernel")
+
+
+def run_input_grad(kernel, dY, W, image, padding, stride, trace=False):
+    """dX of a convolution with filters W [K, C, R, S], for an input image of shape (H, W)."""
+    N, K = dY.shape[:2]
+    C = W.shape[1]
+    shape = (N, C) + tuple(image)
+    return core.run(kernel, _grid(shape), BLOCK, {"dY": dY, "W": W}, {"dX": shape}, (padding, stride), trace,
+                    "conv_input_grad_kernel")
+
+
+# -- checks
+
+
+def _image_shapes(hidden, rng, visible):
+    """(N, C, H, W): the notebook's, or odd, prime and 1-wide images at grading."""
+    if not hidden:
+        return [visible]
+    odd = lambda lo, hi: core.odd_size(rng, lo, hi, 2)  # noqa: E731
+    return [(1, 1, 3, 2), (odd(1, 3), odd(1, 3), core.odd_size(rng, 17, 23, 16), odd(5, 13)),
+            sized((8, 16, 113, 97), (1, 2, odd(5, 11), core.odd_size(rng, 17, 19, 16)))]
+
+
+def check_max_pool(kernel, hidden: bool = False, seed: int | None = None) -> None:
+    """2×2 max pooling on odd sizes, with windows that are all negative."""
+    seed = core.new_seed(seed if hidden else 4 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    X = core.values(rng, (1, 2, 5, 19) if not hidden else (1, 2, core.odd_size(rng, 3, 7, 2), core.odd_size(rng, 17, 19, 16)))
+    t, out = run_max_pool(kernel, X, trace=True)
+    _pool_values(out["Y"], X, seed)
+    core.coalesced_writes(t, "Y", "max_pool_kernel", share=0.6)
+    for shape in _image_shapes(hidden, rng, (2, 3, 9, 35)):
+        X = core.values(rng, shape)
+        X[..., :2, :2] = -np.abs(X[..., :2, :2]) - 0.5  # a window with no positive value
+        _pool_values(run_max_pool(kernel, X)["Y"], X, seed)
+    core.passed("max_pool_kernel", seed)
+
+
+def _pool_values(Y, X, seed):
+    ref = reference.max_pool2d(X)
+    N, C, H, W = X.shape
+    unstrided = X.astype(np.float64)[:, :, :H - 1, :W - 1]
+    unstrided = np.maximum(np.maximum(unstrided, X[:, :, 1:, :W - 1]), np.maximum(X[:, :, :H - 1, 1:], X[:, :, 1:, 1:]))
+    core.compare(Y, ref, "Y", seed, rtol=1e-7, scale=1.0, known={
+        "max_init_zero": (np.maximum(ref, 0.0), "모든 값이 음수인 창에서 0을 냈다: 최댓값의 초깃값을 0으로 두었는가? "
+                                                "창의 첫 원소(또는 -inf)로 시작하라."),
+        "no_stride": (unstrided[:, :, :ref.shape[2], :ref.shape[3]], "창의 시작이 (2·oy, 2·ox)가 아니라 (oy, ox)다: "
+                                                                     "스트라이드 2를 곱하지 않았다."),
+    })
+
+
+def _tied(rng, shape):
+    """Values from {-1, 0, 1, 2}: most windows have ties, some have all four equal."""
+    return rng.integers(-1, 3, size=shape).astype(np.float32)
+
+
+def pool_backward_candidates(X, dY):
+    """What the usual wrong answers produce: every tied position gets the gradient, or the last one."""
+    win = reference.max_pool2d(X)
+    N, C, Ho, Wo = win.shape
+    up = np.repeat(np.repeat(win, 2, axis=2), 2, axis=3)
+    g = np.repeat(np.repeat(np.asarray(dY, np.float64), 2, axis=2), 2, axis=3)
+    all_ties = np.zeros(X.shape)
+    all_ties[:, :, :2 * Ho, :2 * Wo] = np.where(X[:, :, :2 * Ho, :2 * Wo] == up, g, 0.0)
+    last = np.zeros(X.shape)  # reversed, the first maximum of each window is the last one
+    crop = X[:, :, :2 * Ho, :2 * Wo]
+    last[:, :, :2 * Ho, :2 * Wo] = reference.max_pool2d_backward(crop[..., ::-1, ::-1], dY[..., ::-1, ::-1])[..., ::-1, ::-1]
+    return all_ties, last
+
+
+def check_max_pool_backward(kernel, hidden: bool = False, seed: int | None = None) -> None:
+    """Each dY element goes to exactly one input: the first maximum of its window (row-major),
+    even when several are equal; rows and columns outside every window get 0."""
+    seed = core.new_seed(seed if hidden else 5 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    small = (1, 2, 5, 19) if not hidden else (1, 2, core.odd_size(rng, 3, 7, 2), core.odd_size(rng, 17, 19, 16))
+    shapes = [small] + _image_shapes(hidden, rng, (2, 3, 8, 34)) + ([(1, 1, 6, 18)] if hidden else [(2, 1, 9, 35)])
+    for i, shape in enumerate(shapes):
+        X = _tied(rng, shape)
+        dY = core.values(rng, (shape[0], shape[1], shape[2] // 2, shape[3] // 2))
+        out = run_max_pool_backward(kernel, X, dY, trace=i == 0)
+        dX = out[1]["dX"] if i == 0 else out["dX"]
+        all_ties, last = pool_backward_candidates(X, dY)
+        core.compare(dX, reference.max_pool2d_backward(X, dY), "dX", seed, rtol=1e-7, scale=1.0, known={
+            "ties_to_all": (all_ties, "최댓값이 같은 원소가 여럿인 창에서 기울기를 모두에게 보냈다. 순전파의 출력은 "
+                                      "그중 하나에서 왔으므로 기울기도 하나(행 우선으로 첫 번째)에만 가야 한다. "
+                                      "그렇지 않으면 기울기의 합이 dY보다 커진다."),
+            "last_tie": (last, "같은 최댓값 가운데 마지막 것에 보냈다 (>= 비교). 순전파와 같은 규칙, 첫 번째여야 한다."),
+        }, hint="창 밖에 남는 행/열(H, W가 홀수일 때)의 dX도 0으로 써야 한다.")
+    core.passed("max_pool_backward_kernel (같은 최댓값 포함)", seed)
+
+
+def check_conv_input_grad(kernel, hidden: bool = False, seed: int | None = None) -> None:
+    """dX of a convolution, in three stages (padding 0 stride 1, padding 1 stride 1, padding 1
+    stride 2) on non-square images, so that each missing piece is named."""
+    seed = core.new_seed(seed if hidden else 6 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    stages = [(0, 1, "wrong_value", ""),
+              (1, 1, "padding", "패딩 1에서 틀렸다 (패딩 0에서는 맞았다): 입력 위치 h는 패딩한 좌표로 h + padding이다. "
+                                "출력 y는 y·stride + r = h + padding을 만족해야 한다."),
+              (1, 2, "stride", "스트라이드 2에서 틀렸다 (스트라이드 1에서는 맞았다): (h + padding - r)가 stride로 나누어떨어질 "
+                               "때만 그 출력이 이 입력을 썼다. 정수 나눗셈만 하면 쓰지 않은 출력의 기울기까지 더해진다.")]
+    for i, (padding, stride, kind, hint) in enumerate(stages):
+        if hidden:
+            N, C, K = core.odd_size(rng, 1, 2), core.odd_size(rng, 1, 3), core.odd_size(rng, 1, 3)
+            H, W = core.odd_size(rng, 5, 11, 2), core.odd_size(rng, 17, 19, 16)
+            R, S = int(rng.choice([1, 3])), int(rng.choice([2, 3]))
+        else:
+            N, C, K, H, W, R, S = 1, 2, 3, 7, 17, 3, 2
+        for traced in (True, False):
+            if not traced and hidden:
+                N, C, K, H, W = sized((8, 64, 32, 57, 61), (N, C, K, H, W))
+            dY = core.values(rng, (N, K, conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)))
+            Wt = core.values(rng, (K, C, R, S))
+            out = run_input_grad(kernel, dY, Wt, (H, W), padding, stride, trace=traced)
+            dX = out[1]["dX"] if traced else out["dX"]
+            X = np.zeros((N, C, H, W))
+            ref = reference.conv2d_backward(X, Wt, dY, padding, stride)[0]
+            scale = float(reference.conv2d_backward(X, np.abs(Wt), np.abs(dY), padding, stride)[0].max())
+            core.compare(dX, ref, "dX", seed, scale=scale or 1.0, kind=kind, hint=hint)
+    core.passed("conv_input_grad_kernel (padding 0/1, stride 1/2)", seed)

@@ -1,0 +1,131 @@
+"""The assignments' checks catch the wrong answers students write, and pass the solutions.
+
+Each mutant is the solution cell of an assignment's source notebook with one edit (a missing
+barrier, a swapped index...): the test runs the exercise's checks on it and asserts that they
+fail with that mistake's own kind. The solutions themselves pass the visible and the hidden
+checks. The notebooks are read, not copied: what is tested is what students get.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from gpulib.grading.core import Mistake
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "assignments" / "source"
+NOTEBOOKS = {p.parent.name: p for p in sorted(SOURCE.glob("*/*.ipynb"))}
+SEED = 7  # the hidden checks' seed in these tests (at grading they draw a fresh one)
+
+
+def _cells(assignment):
+    return json.loads(NOTEBOOKS[assignment].read_text())["cells"]
+
+
+def exercises(assignment):
+    """{solution grade_id: (solution source, [check sources in order])}; the checks of an
+    exercise are the graded cells that follow its solution cell."""
+    found, current = {}, None
+    for cell in _cells(assignment):
+        meta = cell["metadata"].get("nbgrader", {})
+        src = "".join(cell["source"])
+        if meta.get("solution") and cell["cell_type"] == "code":
+            current = meta["grade_id"]
+            found[current] = (src, [])
+        elif meta.get("grade") and current:
+            found[current][1].append(src)
+    return found
+
+
+def setup_code(assignment):
+    return next("".join(c["source"]) for c in _cells(assignment) if c["cell_type"] == "code")
+
+
+def _exec(source, namespace, name):
+    filename = f"<assignment {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # the tracer names shared arrays by line
+    exec(compile(source, filename, "exec"), namespace)
+
+
+def run_exercise(assignment, grade_id, edits=()):
+    """Run an exercise's checks (visible, then hidden with SEED) on its solution with ``edits``."""
+    namespace = {}
+    _exec(setup_code(assignment).replace("gpulib.report()", ""), namespace, "setup")
+    for other, (src, _) in exercises(assignment).items():
+        if other == grade_id:
+            for old, new in edits:
+                assert src.count(old) == 1, f"{grade_id}: the mutation's text {old!r} is not in the solution exactly once"
+                src = src.replace(old, new)
+        _exec(re.sub(r"(?m)^\s*### (BEGIN|END) SOLUTION\n?", "", src), namespace, other)
+    for check in exercises(assignment)[grade_id][1]:
+        code = re.sub(r"hidden=True\)", f"hidden=True, seed={SEED})", check)
+        _exec(code, namespace, f"{grade_id} check")
+
+
+BOUNDS = "if True:"
+
+# (assignment, solution cell, what the student got wrong, edits, the kind the checks must report)
+MUTANTS = [
+    # 16.1
+    ("16_1_mlp", "dense_forward_kernel", "no bounds check", [("if n < Y.shape[0] and j < Y.shape[1]:", BOUNDS)], "out_of_bounds"),
+    ("16_1_mlp", "dense_forward_kernel", "grid axes swapped",
+     [("j = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n    n = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y",
+       "n = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n    j = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y")], "unwritten"),
+    ("16_1_mlp", "dense_forward_kernel", "no ReLU", [("Y[n, j] = max(acc, 0.0)", "Y[n, j] = acc")], "no_activation"),
+    ("16_1_mlp", "dense_forward_kernel", "no bias", [("acc = b[j]", "acc = 0.0")], "no_bias"),
+    ("16_1_mlp", "dense_backward_kernels", "sign of dW", [("dW[j, i] = acc", "dW[j, i] = -acc")], "sign"),
+    ("16_1_mlp", "dense_backward_kernels", "db of the first sample only", [("total += dZ[n, j]", "total = dZ[0, j]")], "no_batch_sum"),
+    ("16_1_mlp", "dense_backward_kernels", "W transposed in dX", [("acc += dZ[n, j] * W[j, i]", "acc += dZ[n, j] * W[i, j]")], "out_of_bounds"),
+    ("16_1_mlp", "softmax_xent_kernel", "no max subtracted", [("m = max(m, Z[n, c])", "m = 0.0")], "overflow"),
+    ("16_1_mlp", "softmax_xent_kernel", "log of the probability",
+     [("loss[n] = log_total - (Z[n, labels[n]] - m)", "loss[n] = -math.log(P[n, labels[n]])")], "math_domain"),
+    ("16_1_mlp", "softmax_xent_kernel", "no bounds check", [("if n < Z.shape[0]:", BOUNDS)], "out_of_bounds"),
+    ("16_1_mlp", "softmax_xent_kernel", "label ignored", [("(Z[n, labels[n]] - m)", "(Z[n, 0] - m)")], "wrong_label"),
+    # 16.2
+    ("16_2_cnn", "max_pool_kernel", "max starts at 0", [("best = X[n, c, 2 * y, 2 * x]", "best = 0.0")], "max_init_zero"),
+    ("16_2_cnn", "max_pool_kernel", "no stride", [("X[n, c, 2 * y + i, 2 * x + j]", "X[n, c, y + i, x + j]")], "no_stride"),
+    ("16_2_cnn", "max_pool_kernel", "no bounds check", [("if y < Y.shape[2] and x < Y.shape[3]:", BOUNDS)], "out_of_bounds"),
+    ("16_2_cnn", "max_pool_kernel", "rows on threadIdx.x",
+     [("x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n    y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y",
+       "y = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n    x = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y")], "coalescing"),
+    ("16_2_cnn", "max_pool_backward_kernel", "ties to every maximum",
+     [("if 2 * y + best_i == h and 2 * x + best_j == w:", "if X[n, c, h, w] == X[n, c, 2 * y + best_i, 2 * x + best_j]:")], "ties_to_all"),
+    ("16_2_cnn", "max_pool_backward_kernel", "last of the ties", [("> X[n, c, 2 * y + best_i", ">= X[n, c, 2 * y + best_i")], "last_tie"),
+    ("16_2_cnn", "max_pool_backward_kernel", "leftover row not written",
+     [("        dX[n, c, h, w] = grad", "        if y < dY.shape[2] and x < dY.shape[3]:\n            dX[n, c, h, w] = grad")], "unwritten"),
+    ("16_2_cnn", "max_pool_backward_kernel", "no bounds check", [("if h < X.shape[2] and w < X.shape[3]:", BOUNDS)], "out_of_bounds"),
+    ("16_2_cnn", "conv_input_grad_kernel", "no stride test", [("ty % stride != 0 or ", ""), ("tx % stride != 0 or ", "")], "stride"),
+    ("16_2_cnn", "conv_input_grad_kernel", "padding subtracted",
+     [("ty = h + padding - r", "ty = h - padding - r"), ("tx = w + padding - s", "tx = w - padding - s")], "padding"),
+    ("16_2_cnn", "conv_input_grad_kernel", "no upper range test", [(" or ty // stride >= dY.shape[2]", "")], "out_of_bounds"),
+]
+
+
+@pytest.mark.parametrize("assignment, grade_id, mistake, edits, kind", MUTANTS,
+                         ids=[f"{m[1]}: {m[2]}" for m in MUTANTS])
+def test_the_checks_catch_each_planted_mistake(assignment, grade_id, mistake, edits, kind):
+    with pytest.raises(Mistake) as caught:
+        run_exercise(assignment, grade_id, edits)
+    assert caught.value.kind == kind, f"{mistake}: reported as {caught.value.kind}: {caught.value}"
+
+
+SOLUTIONS = [(a, g) for a in NOTEBOOKS for g in exercises(a)]
+
+
+@pytest.mark.parametrize("assignment, grade_id", SOLUTIONS, ids=[g for _, g in SOLUTIONS])
+def test_each_solution_passes_its_visible_and_hidden_checks(assignment, grade_id):
+    run_exercise(assignment, grade_id)
+
+
+def test_every_exercise_has_three_planted_mistakes_with_their_own_messages():
+    kinds = defaultdict(set)
+    for assignment, grade_id, _, _, kind in MUTANTS:
+        kinds[(assignment, grade_id)].add(kind)
+    for assignment, grade_id in SOLUTIONS:
+        assert len(kinds[(assignment, grade_id)]) >= 3, f"{grade_id}: mistakes planted {sorted(kinds[(assignment, grade_id)])}"
