@@ -230,13 +230,15 @@ def _index(idx) -> str:
 
 
 def compare(got, ref, name: str, seed: int, rtol: float | None = None, scale: float | None = None,
-            known: dict | None = None, hint: str = "", kind: str = "wrong_value") -> None:
+            known: dict | None = None, hint: str = "", kind: str = "wrong_value",
+            nonfinite: tuple[str, str] | None = None) -> None:
     """``got`` must equal the float64 ``ref``: every element written, non-finite values where the
     reference has them, and the rest within ``rtol`` (see ``check.validate``).
 
     ``known`` maps a mistake's kind to (the output that mistake produces, its explanation): when
     ``got`` matches one of them, that mistake is named instead of a bare "wrong value"; ``kind``
-    names a wrong value that matches none of them (a stage of a check: "stride", "padding").
+    names a wrong value that matches none of them (a stage of a check: "stride", "padding"), and
+    ``nonfinite`` = (kind, explanation) a NaN or infinity where the reference is finite.
     """
     got = to_host(got)
     ref = np.asarray(ref, np.float64)
@@ -266,6 +268,9 @@ def compare(got, ref, name: str, seed: int, rtol: float | None = None, scale: fl
     bad_finite = np.isfinite(ref) & ~np.isfinite(got64)
     if bad_finite.any():
         first = tuple(int(i) for i in np.argwhere(bad_finite)[0])
+        if nonfinite:
+            raise Mistake(nonfinite[0], f"{name}{_index(first)}이(가) {got64[first]}이다 (기준값 {ref[first]:.6g}){where(seed)}. "
+                                        f"{nonfinite[1]}")
         raise Mistake("not_finite", f"{name}{_index(first)}이(가) {got64[first]}이다. 기준값은 유한한 수 {ref[first]:.6g}"
                                     f"{where(seed)}. 지수 함수가 넘쳤거나(exp(1000) = inf) 0으로 나누었거나 log(0)을 계산했는가? {hint}")
     size = scale if scale is not None else (float(np.max(np.abs(ref[np.isfinite(ref)]), initial=0.0)) or 1.0)
