@@ -364,39 +364,38 @@ def written_once(t, name: str, what: str) -> None:
 
 @contextmanager
 def allocations():
-    """Record the size in bytes of every array allocated while the block runs: device arrays
-    (``cuda.device_array``, ``to_device``...) and NumPy arrays (tracemalloc's peak, which on the
-    simulator includes its device arrays). Yields a dict with "device" (largest device
-    allocation) and "host_peak"."""
-    import tracemalloc
+    """Record the largest array (in bytes) created while the block runs through the calls that
+    make one: device arrays (``cuda.device_array``, ``to_device``, ... on either backend) and
+    NumPy's constructors (``np.empty``, ``np.zeros``, ``np.pad``, ``np.concatenate``, ...; what
+    ``reference.im2col`` or a hand-made X_col uses). Yields a dict: "largest" and "where"."""
+    seen = {"largest": 0, "where": ""}
+    patched = []
 
-    seen = {"device": 0, "host_peak": 0}
-    patched = {}
-    for fname in ("device_array", "device_array_like", "to_device", "pinned_array", "mapped_array"):
-        original = getattr(cuda, fname, None)
+    def watch(owner, fname, label):
+        original = getattr(owner, fname, None)
         if original is None:
-            continue
+            return
 
         def wrapper(*args, _original=original, **kwargs):
             array = _original(*args, **kwargs)
-            seen["device"] = max(seen["device"], int(np.prod(array.shape)) * np.dtype(array.dtype).itemsize)
+            size = int(np.prod(getattr(array, "shape", ()))) * np.dtype(getattr(array, "dtype", np.float32)).itemsize
+            if size > seen["largest"]:
+                seen["largest"], seen["where"] = size, f"{label}{fname}{tuple(getattr(array, 'shape', ()))}"
             return array
 
-        patched[fname] = original
-        setattr(cuda, fname, wrapper)
-    tracing = tracemalloc.is_tracing()
-    if not tracing:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
+        patched.append((owner, fname, original))
+        setattr(owner, fname, wrapper)
+
+    for fname in ("device_array", "device_array_like", "to_device", "pinned_array", "mapped_array"):
+        watch(cuda, fname, "cuda.")
+    for fname in ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like", "pad",
+                  "concatenate", "stack", "vstack", "hstack", "ascontiguousarray", "copy", "tile", "repeat"):
+        watch(np, fname, "np.")
     try:
         yield seen
     finally:
-        seen["host_peak"] = tracemalloc.get_traced_memory()[1] - base
-        if not tracing:
-            tracemalloc.stop()
-        for fname, original in patched.items():
-            setattr(cuda, fname, original)
+        for owner, fname, original in reversed(patched):
+            setattr(owner, fname, original)
 
 
 def passed(what: str, seed: int, detail: str = "") -> None:

@@ -1,0 +1,219 @@
+"""16.4 assignment: the checks of the im2col kernel (padding, a batch, coalesced writes), of
+cublasSgemm's argument order through the column-major stand-in, of col2im as a gather (the
+adjoint test, no atomics) and of an implicit GEMM that never allocates X_col
+(``assignments/source/16_4_im2col``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpulib import reference
+from gpulib.arrays import blocks
+from gpulib.conv.shapes import conv_output_size
+from gpulib.env import sized
+from gpulib.gemm import colmajor
+from gpulib.grading import core
+from gpulib.grading.core import Mistake
+
+THREADS = 256
+GEMM_BLOCK = (16, 16)
+
+
+def _out_size(X_shape, R, S, padding, stride):
+    return conv_output_size(X_shape[2], R, padding, stride), conv_output_size(X_shape[3], S, padding, stride)
+
+
+# -- launches
+
+
+def run_im2col(kernel, X, R, S, padding, stride, trace=False):
+    """One thread per X_col element, a 1-D grid of 256-thread blocks over all C·R·S·N·H'·W' of them."""
+    N, C = X.shape[:2]
+    Ho, Wo = _out_size(X.shape, R, S, padding, stride)
+    shape = (C * R * S, N * Ho * Wo)
+    return core.run(kernel, blocks(shape[0] * shape[1], THREADS), THREADS, {"X": X}, {"X_col": shape},
+                    (R, S, padding, stride, Ho, Wo), trace, "im2col_kernel")
+
+
+def run_col2im(kernel, X_col, X_shape, R, S, padding, stride, trace=False):
+    """One thread per dX element, a 1-D grid of 256-thread blocks over N·C·H·W."""
+    Ho, Wo = _out_size(X_shape, R, S, padding, stride)
+    return core.run(kernel, blocks(int(np.prod(X_shape)), THREADS), THREADS, {"X_col": X_col}, {"dX": tuple(X_shape)},
+                    (R, S, padding, stride, Ho, Wo), trace, "col2im_kernel")
+
+
+def implicit_gemm_grid(K: int, columns: int):
+    """The launch of the implicit GEMM: one thread per Y_mat[k, j], threadIdx.x walking j."""
+    return (blocks(columns, GEMM_BLOCK[0]), blocks(K, GEMM_BLOCK[1])), GEMM_BLOCK
+
+
+# -- im2col
+
+
+def check_im2col(kernel, hidden: bool = False, seed: int | None = None) -> None:
+    """X_col with padding, stride and a batch; neighbouring threads write neighbouring columns."""
+    seed = core.new_seed(seed if hidden else 10 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    cases = [((2, 2, 5, 7), 3, 2, 1, 1), ((3, 2, 9, 11), 3, 3, 1, 2)]
+    if hidden:
+        cases = [((core.odd_size(rng, 2, 3), core.odd_size(rng, 1, 3), core.odd_size(rng, 3, 7), core.odd_size(rng, 5, 11)),
+                  3, 2, 1, 1), ((1, 1, 1, 1), 1, 1, 0, 1),
+                 (sized((8, 32, 57, 61), (3, 2, 9, 11)), 3, 3, 1, 2)]
+    for i, (shape, R, S, padding, stride) in enumerate(cases):
+        X = core.values(rng, shape)
+        if i == 0:
+            t, out = run_im2col(kernel, X, R, S, padding, stride, trace=True)
+            core.coalesced_writes(t, "X_col", "im2col_kernel")
+        else:
+            out = run_im2col(kernel, X, R, S, padding, stride)
+        ref = reference.im2col(X, R, S, padding, stride)
+        first_image = reference.im2col(np.repeat(X[:1], shape[0], axis=0), R, S, padding, stride)
+        core.compare(out["X_col"], ref, "X_col", seed, rtol=1e-7, scale=1.0, known={
+            "batch": (first_image, "모든 열이 첫 이미지(n = 0)에서 왔다: 열 번호 j = (n·H' + y)·W' + x에서 n을 풀지 않았다."),
+        }, hint="패딩 칸(이미지 밖)은 0이다.")
+    core.passed("im2col_kernel", seed)
+
+
+# -- cublasSgemm's argument order
+
+
+def padded(rng, rows, cols, extra):
+    """A row-major rows×cols matrix inside a flat buffer whose rows are cols + extra long (the
+    rest is NaN, so reading it shows); returns (buffer, leading dimension)."""
+    ld = cols + extra
+    buf = np.full(rows * ld, np.nan, np.float32)
+    buf.reshape(rows, ld)[:, :cols] = core.values(rng, (rows, cols))
+    return buf, ld
+
+
+def check_gemm_call(gemm_rowmajor, hidden: bool = False, seed: int | None = None) -> None:
+    """Y_mat = W_mat · X_col (row-major, padded leading dimensions) by one column-major sgemm."""
+    seed = core.new_seed(seed if hidden else 11 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    shapes = [(3, 5, 7, 2, 3, 1)] if not hidden else [
+        (core.odd_size(rng, 2, 7), core.odd_size(rng, 11, 17), core.odd_size(rng, 19, 29), 1, 2, 3), (1, 1, 1, 1, 1, 1)]
+    for K, CRS, NP, ew, ex, ey in shapes:
+        W_buf, ld_w = padded(rng, K, CRS, ew)
+        X_buf, ld_x = padded(rng, CRS, NP, ex)
+        Y_buf = np.full(K * (NP + ey), 7.0, np.float32)  # the padding of Y must be left as it is
+        ld_y = NP + ey
+        try:
+            core.called(gemm_rowmajor, W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y, K, CRS, NP, what="gemm_rowmajor")
+        except Mistake as m:
+            if m.kind != "error":
+                raise
+            raise Mistake("sgemm_arguments", f"sgemm이 인자를 거부했다: {m}. cuBLAS의 눈에 행 우선 X_col [C·R·S, N·H'·W']는 "
+                                             f"열 우선 X_colᵀ [N·H'·W', C·R·S]이고 그 leading dimension은 행 우선 행의 길이다.") from None
+        W = W_buf.reshape(K, ld_w)[:, :CRS].astype(np.float64)
+        X = X_buf.reshape(CRS, ld_x)[:, :NP].astype(np.float64)
+        Y = Y_buf.reshape(K, ld_y)
+        if not np.all(Y[:, NP:] == 7.0):
+            raise Mistake("leading_dimension", f"Y의 패딩 칸(각 행의 {NP}번째 열 뒤)을 덮어썼다{core.where(seed)}: ldc가 "
+                                               f"행 우선 Y의 행 길이 {ld_y}가 아니다.")
+        swapped = _sgemm_result(("N", "N", K, NP, CRS, 1.0, W_buf, ld_w, X_buf, ld_x, 0.0), K, NP, ld_y)
+        core.compare(Y[:, :NP], W @ X, "Y_mat", seed, scale=float((np.abs(W) @ np.abs(X)).max()), known={
+            "operand_order": (swapped, "행 우선의 식 Y = W·X를 그대로 넘겼다 (첫 피연산자 W, m = K). cuBLAS는 버퍼를 열 우선으로 "
+                                       "읽으므로 그 호출은 다른 곱을 계산한다."),
+            "beta": (W @ X + 7.0, "Y_buf에 원래 있던 값이 더해졌다: beta = 0이어야 한다 (C ← α·A·B + β·C)."),
+        }, hint="열 우선으로 보면 Y_matᵀ = X_colᵀ · W_matᵀ다: 첫 피연산자가 X_col, m = N·H'·W', n = K, k = C·R·S.",
+            nonfinite=("leading_dimension", "NaN이 나왔다: 행렬 사이의 패딩 칸(NaN)을 읽었다. lda/ldb가 버퍼의 행 길이(패딩 포함)와 "
+                                            "다르다. 패딩된 행렬의 leading dimension은 열 수가 아니라 행의 실제 길이다."))
+    core.passed("gemm_rowmajor", seed)
+
+
+def _sgemm_result(args, K, NP, ld_y):
+    """Y_mat as a student would read it after sgemm(*args, Y, ld_y) (NaN where the call is refused)."""
+    Y = np.zeros(K * ld_y, np.float32)
+    try:
+        colmajor.sgemm(*args, Y, ld_y)
+    except ValueError:
+        return np.full((K, NP), np.nan)
+    return Y.reshape(K, ld_y)[:, :NP]
+
+
+# -- col2im
+
+
+def check_col2im(kernel, hidden: bool = False, seed: int | None = None) -> None:
+    """col2im as a gather: the adjoint of im2col (⟨im2col x, y⟩ = ⟨x, col2im y⟩), each dX element
+    written once by one thread, no atomics."""
+    seed = core.new_seed(seed if hidden else 12 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    cases = [((2, 2, 5, 7), 3, 2, 1, 2), ((1, 3, 8, 9), 3, 3, 1, 1)]
+    if hidden:
+        cases = [((core.odd_size(rng, 1, 3), core.odd_size(rng, 1, 3), core.odd_size(rng, 5, 7), core.odd_size(rng, 5, 11)),
+                  3, int(rng.choice([2, 3])), 1, 2), ((1, 1, 1, 1), 1, 1, 0, 1),
+                 (sized((8, 32, 57, 61), (2, 3, 9, 11)), 3, 3, 1, 2)]
+    for i, (shape, R, S, padding, stride) in enumerate(cases):
+        Ho, Wo = _out_size(shape, R, S, padding, stride)
+        Y_col = core.values(rng, (shape[1] * R * S, shape[0] * Ho * Wo))
+        if i == 0:
+            t, out = run_col2im(kernel, Y_col, shape, R, S, padding, stride, trace=True)
+            core.no_atomics(t, "dX", "col2im_kernel")
+            core.written_once(t, "dX", "col2im_kernel")
+        else:
+            out = run_col2im(kernel, Y_col, shape, R, S, padding, stride)
+        dX = out["dX"]
+        core.compare(dX, dX, "dX", seed)  # every element written, finite where it should be
+        x = core.values(rng, shape).astype(np.float64)
+        lhs = float((reference.im2col(x, R, S, padding, stride) * Y_col).sum())
+        rhs = float((x * dX.astype(np.float64)).sum())
+        size = float((np.abs(reference.im2col(x, R, S, padding, stride)) * np.abs(Y_col)).sum())
+        if abs(lhs - rhs) > 1e-5 * size:
+            ref = reference.col2im(Y_col, shape, R, S, padding, stride)
+            worst = tuple(int(j) for j in np.unravel_index(int(np.argmax(np.abs(dX - ref))), ref.shape))
+            raise Mistake("adjoint", f"⟨im2col(x), y⟩ = {lhs:.6g}인데 ⟨x, col2im(y)⟩ = {rhs:.6g}다{core.where(seed)}. col2im은 "
+                                     f"im2col의 수반(adjoint)이어야 한다: X_col의 칸마다 그 칸이 복사해 온 X 원소로 더해져야 "
+                                     f"한다. 예: dX{list(worst)} = {dX[worst]:.6g}, 기준값 {ref[worst]:.6g} (padding {padding}, "
+                                     f"stride {stride}). (h + padding - r)가 stride로 나누어떨어지는지, 몫이 범위 안인지 보라.")
+        core.compare(dX, reference.col2im(Y_col, shape, R, S, padding, stride), "dX", seed,
+                     scale=float(reference.col2im(np.abs(Y_col), shape, R, S, padding, stride).max()))
+    core.passed("col2im_kernel (수반 검사)", seed)
+
+
+# -- implicit GEMM
+
+
+def run_implicit_gemm(kernel, X, W, padding, stride, trace=False):
+    """The kernel alone (as conv2d_implicit launches it): one thread per Y_mat[k, j]."""
+    N, K = X.shape[0], W.shape[0]
+    Ho, Wo = _out_size(X.shape, W.shape[2], W.shape[3], padding, stride)
+    grid, block = implicit_gemm_grid(K, N * Ho * Wo)
+    return core.run(kernel, grid, block, {"X": X, "W": W}, {"Y": (N, K, Ho, Wo)}, (padding, stride), trace,
+                    "implicit_gemm_kernel")
+
+
+def check_implicit_gemm(kernel, conv2d_implicit, hidden: bool = False, seed: int | None = None) -> None:
+    """The convolution as Y_mat = W_mat · X_col with X_col never in memory: the kernel traced on
+    a small layer, then conv2d_implicit with no allocation as large as half of X_col."""
+    seed = core.new_seed(seed if hidden else 13 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    X, W = core.values(rng, (2, 2, 5, 7)), core.values(rng, (3, 2, 3, 2))
+    t, out = run_implicit_gemm(kernel, X, W, 1, 2, trace=True)
+    core.coalesced_writes(t, "Y", "implicit_gemm_kernel", share=0.6)
+    core.compare(out["Y"], reference.conv2d(X, W, None, 1, 2), "Y", seed,
+                 scale=float(reference.conv2d_magnitude(X, W, None, 1, 2).max()))
+    cases = [((2, 8, 9, 11), (3, 8, 3, 3), 1, 1), ((1, 8, 13, 12), (5, 8, 3, 2), 1, 2)]
+    if hidden:
+        cases = [((core.odd_size(rng, 1, 3), 8, core.odd_size(rng, 7, 13), core.odd_size(rng, 7, 13)),
+                  (core.odd_size(rng, 2, 5), 8, 3, int(rng.choice([2, 3]))), 1, int(rng.choice([1, 2]))),
+                 ((1, 1, 1, 1), (1, 1, 1, 1), 0, 1),
+                 (sized((8, 64, 57, 61), (2, 8, 9, 11)), (sized(64, 3), sized(64, 8), 3, 3), 1, 1)]
+    for shape, w_shape, padding, stride in cases:
+        X, W = core.values(rng, shape), core.values(rng, w_shape)
+        Ho, Wo = _out_size(shape, w_shape[2], w_shape[3], padding, stride)
+        x_col_bytes = 4 * shape[1] * w_shape[2] * w_shape[3] * shape[0] * Ho * Wo
+        with core.allocations() as seen:
+            Y = core.called(conv2d_implicit, X, W, padding, stride, what="conv2d_implicit")
+        largest = seen["largest"]
+        legit = 4 * max(np.prod(shape), np.prod(w_shape), shape[0] * w_shape[0] * Ho * Wo)  # X, W or Y
+        meaningful = x_col_bytes >= max(2 * legit, 4096)  # X_col much larger than X, W, Y and the simulator's own arrays
+        if meaningful and largest > legit and largest >= x_col_bytes // 2:
+            raise Mistake("allocation", f"conv2d_implicit가 {seen['where']}로 {largest} 바이트를 할당했다. X_col은 "
+                                        f"{x_col_bytes} 바이트다{core.where(seed)}. "
+                                        f"implicit GEMM의 요점은 X_col을 메모리에 만들지 않는 것이다: X_col[q, j]는 필요할 때 "
+                                        f"X에서 바로 읽어라 (q → (c, r, s), j → (n, y, x)).")
+        core.compare(Y, reference.conv2d(X, W, None, padding, stride), "Y", seed,
+                     scale=float(reference.conv2d_magnitude(X, W, None, padding, stride).max()))
+    core.passed("conv2d_implicit (X_col 없이)", seed)
