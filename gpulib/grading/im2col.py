@@ -123,12 +123,12 @@ def check_gemm_call(gemm_rowmajor, hidden: bool = False, seed: int | None = None
 
 
 def _sgemm_result(args, K, NP, ld_y):
-    """Y_mat as a student would read it after sgemm(*args, Y, ld_y) (NaN where the call is refused)."""
+    """Y_mat as a student would read it after sgemm(*args, Y, ld_y) (None where the call is refused)."""
     Y = np.zeros(K * ld_y, np.float32)
     try:
         colmajor.sgemm(*args, Y, ld_y)
     except ValueError:
-        return np.full((K, NP), np.nan)
+        return None
     return Y.reshape(K, ld_y)[:, :NP]
 
 
