@@ -256,7 +256,7 @@ def compare(got, ref, name: str, seed: int, rtol: float | None = None, scale: fl
         return
     except ValidationError:
         pass
-    for kind, (wrong, explanation) in (known or {}).items():
+    for mistake, (wrong, explanation) in (known or {}).items():
         if wrong is None:  # that mistake cannot happen on this input
             continue
         wrong = np.asarray(wrong, np.float64)
@@ -265,7 +265,7 @@ def compare(got, ref, name: str, seed: int, rtol: float | None = None, scale: fl
                 validate(got, wrong, rtol=max(rtol or 1e-5, 1e-4), scale=scale, name=name)
             except ValidationError:
                 continue
-            raise Mistake(kind, f"{name}: {explanation}{where(seed)}")
+            raise Mistake(mistake, f"{name}: {explanation}{where(seed)}")
     got64 = got.astype(np.float64)
     bad_finite = np.isfinite(ref) & ~np.isfinite(got64)
     if bad_finite.any():

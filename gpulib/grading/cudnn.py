@@ -1,0 +1,253 @@
+"""16.5 assignment: the checks of the Winograd F(2×2, 3×3) transforms of one tile, of an
+auto-tuner that must never pick a fast wrong algorithm, of a dynamic loss scaler, and of a
+tensor-core (WMMA) GEMM whose K is not a multiple of 16 (``assignments/source/16_5_cudnn``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from gpulib import reference
+from gpulib.conv import winograd
+from gpulib.env import sized
+from gpulib.grading import core
+from gpulib.grading.core import Mistake
+
+# -- Winograd
+
+
+def correlate_tile(d, g):
+    """The 2×2 outputs of a 3×3 filter g over a 4×4 tile d (no flip), in float64."""
+    d, g = np.asarray(d, np.float64), np.asarray(g, np.float64)
+    return np.array([[np.sum(d[i:i + 3, j:j + 3] * g) for j in range(2)] for i in range(2)])
+
+
+def check_winograd_tile(winograd_tile, hidden: bool = False, seed: int | None = None) -> None:
+    """Y = Aᵀ[(G g Gᵀ) ⊙ (Bᵀ d B)]A equals the direct 2×2 correlation on random tiles; when it
+    does not, the transform that differs from the chapter's is named."""
+    seed = core.new_seed(seed if hidden else 14 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    for trial in range(20 if hidden else 5):
+        d, g = rng.uniform(-1, 1, (4, 4)), rng.uniform(-1, 1, (3, 3))
+        result = core.called(winograd_tile, d, g, what="winograd_tile")
+        if not (isinstance(result, tuple) and len(result) == 3):
+            raise Mistake("shape", f"winograd_tile은 (U, V, Y) 세 배열을 돌려주어야 한다. {type(result).__name__}을 돌려주었다.")
+        U, V, Y = (np.asarray(a, np.float64) for a in result)
+        want = correlate_tile(d, g)
+        if Y.shape == (2, 2) and np.allclose(Y, want, rtol=0, atol=1e-10):
+            continue
+        if Y.shape == (2, 2) and np.allclose(Y, correlate_tile(d, g[::-1, ::-1]), rtol=0, atol=1e-10):
+            raise Mistake("flipped_filter", f"Y가 필터를 뒤집은 합성곱이다{core.where(seed)}. 딥러닝의 합성곱은 상관(correlation)이다: "
+                                            f"Y[i, j] = Σ d[i + r, j + s]·g[r, s].")
+        if U.shape != (4, 4) or not np.allclose(U, winograd.G @ g @ winograd.G.T, atol=1e-10):
+            raise Mistake("filter_transform", f"필터 변환 U = G g Gᵀ가 틀렸다{core.where(seed)}. G는 4×3이고, 가운데 두 행은 "
+                                              f"g의 세 탭을 ±로 더한 것의 절반이다. 예: U[0, 0] = {U.flat[0]:.6g}, "
+                                              f"기대값 {(winograd.G @ g @ winograd.G.T)[0, 0]:.6g}.")
+        if V.shape != (4, 4) or not np.allclose(V, winograd.BT @ d @ winograd.BT.T, atol=1e-10):
+            raise Mistake("input_transform", f"입력 변환 V = Bᵀ d B가 틀렸다{core.where(seed)}. Bᵀ의 원소는 0과 ±1뿐이다 (덧셈만 한다).")
+        raise Mistake("output_transform", f"U와 V는 맞는데 Y = Aᵀ (U ⊙ V) A가 틀렸다{core.where(seed)}: Y = {np.round(Y, 6).tolist()}, "
+                                          f"기대값 {np.round(want, 6).tolist()}. Aᵀ는 2×4다. 곱은 원소별(⊙)이지 행렬 곱이 아니다.")
+    core.passed("winograd_tile", seed)
+
+
+# -- the auto-tuner
+
+
+@dataclass
+class Candidate:
+    """One algorithm offered to the auto-tuner: ``run(X, W, out)`` writes Y into ``out``;
+    ``supports(X_shape, W_shape)`` is "" or why not; ``seconds`` is what ``timer`` reports."""
+
+    name: str
+    run: Callable
+    supports: Callable
+    seconds: float
+
+
+def timer(candidate: Candidate, fn) -> float:
+    """The auto-tuner's clock in this exercise: runs ``fn`` once and reports the candidate's
+    time (fixed, so the check knows the right answer; tests never depend on real time)."""
+    fn()
+    return candidate.seconds
+
+
+def _conv(X, W, out):
+    out[...] = reference.conv2d(X, W)
+
+
+def candidates(rng, X_shape, W_shape) -> dict:
+    """Correct, wrong, lazy, NaN-producing and unsupported algorithms with random times; the
+    fastest correct one is "direct" or "gemm" (random), and every wrong one is faster."""
+    everyone = lambda X_shape, W_shape: ""  # noqa: E731
+    times = np.sort(rng.uniform(1e-4, 1e-2, 6))
+
+    def wrong(X, W, out):  # one element off: fast, and wrong
+        _conv(X, W, out)
+        out[0, 0, -1, -1] += 0.5
+
+    def lazy(X, W, out):  # leaves the last row unwritten (right if the buffer already held Y)
+        full = reference.conv2d(X, W)
+        out[..., :-1, :] = full[..., :-1, :]
+
+    def nan(X, W, out):
+        out[...] = np.nan
+
+    def unsupported(X, W, out):
+        raise ValueError("fft: this layer is not supported")
+
+    fast_correct = str(rng.choice(["direct", "gemm"]))
+    slow_correct = "gemm" if fast_correct == "direct" else "direct"
+    made = [Candidate("winograd", wrong, everyone, times[0]),
+            Candidate("fft", unsupported, lambda X_shape, W_shape: "needs a 5x5 filter or larger", times[0] / 2),
+            Candidate("implicit_gemm", lazy, everyone, times[1]),
+            Candidate("tensor_core", nan, everyone, times[2]),
+            Candidate(fast_correct, _conv, everyone, times[3]),
+            Candidate(slow_correct, _conv, everyone, times[5])]
+    order = rng.permutation(len(made)) if rng is not None else range(len(made))
+    ordered = {made[i].name: made[i] for i in order}
+    if "direct" in ordered and "implicit_gemm" in ordered:  # the lazy one after a correct one
+        names = [n for n in ordered if n != "implicit_gemm"]
+        names.insert(names.index(slow_correct) + 1, "implicit_gemm")
+        ordered = {n: ordered[n] for n in names}
+    return ordered
+
+
+def check_autotuner(choose, hidden: bool = False, seed: int | None = None) -> None:
+    """``choose(candidates, X, W, reference, timer)`` returns the name of the fastest candidate
+    whose output matches the reference, skipping unsupported ones; never a wrong one."""
+    seed = core.new_seed(seed if hidden else 15 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(3 if hidden else 1):
+        X_shape = (1, 2, core.odd_size(rng, 5, 9), core.odd_size(rng, 5, 9))
+        X, W = core.values(rng, X_shape), core.values(rng, (2, 2, 3, 3))
+        offered = candidates(rng, X.shape, W.shape)
+        try:
+            picked = core.called(choose, offered, X, W, reference.conv2d(X, W), timer, what="choose")
+        except Mistake as m:
+            if "not supported" in str(m):
+                raise Mistake("unsupported", f"지원하지 않는 알고리즘(fft)을 실행해서 예외가 났다{core.where(seed)}. "
+                                             f"supports(X.shape, W.shape)가 빈 문자열이 아니면 건너뛰어라.") from None
+            raise
+        right = min((c for c in offered.values() if c.run is _conv), key=lambda c: c.seconds).name
+        if picked == right:
+            continue
+        why = {"winograd": ("picked_wrong", "한 원소가 틀린 결과를 내는 가장 빠른 알고리즘을 골랐다. 고르기 전에 모든 후보의 출력을 "
+                                            "기준값과 비교(validate)해 틀린 것은 버려라."),
+               "implicit_gemm": ("picked_unwritten", "마지막 행을 쓰지 않는 알고리즘을 골랐다. 앞 후보의 정답이 남아 있는 출력 버퍼를 "
+                                                     "다시 썼기 때문이다. 후보마다 새 출력을 poisoned로 만들어 검증하라."),
+               "tensor_core": ("picked_nan", "NaN만 내는 알고리즘을 골랐다. 비교가 NaN을 통과시키지 않는가? (NaN > tol은 False다)"),
+               "fft": ("unsupported", "지원하지 않는 알고리즘을 골랐다.")}
+        kind, text = why.get(picked, ("not_fastest", f"맞는 후보 가운데 가장 빠른 '{right}' 대신 '{picked}'를 골랐다."))
+        raise Mistake(kind, f"{text}{core.where(seed)}")
+    core.passed("choose (틀린 알고리즘을 고르지 않음)", seed)
+
+
+# -- the loss scaler
+
+
+class ReferenceScaler:
+    """What a dynamic loss scaler does (the rule of torch.amp.GradScaler, growth and backoff
+    factors 2 and 1/2): the reference of the exercise."""
+
+    def __init__(self, scale: float = 2.0**15, growth_interval: int = 4):
+        self.scale, self.growth_interval, self.clean = scale, growth_interval, 0
+
+    def step(self, grads) -> bool:
+        if not all(np.isfinite(g).all() for g in grads):
+            self.scale /= 2
+            self.clean = 0
+            return False
+        self.clean += 1
+        if self.clean == self.growth_interval:
+            self.scale *= 2
+            self.clean = 0
+        return True
+
+
+def _gradient_stream(rng, steps):
+    """Per step: "ok", "inf" or "nan", with runs of clean steps long enough to grow."""
+    events = []
+    while len(events) < steps:
+        events += ["ok"] * int(rng.integers(1, 9)) + [str(rng.choice(["inf", "nan", "ok"]))]
+    return events[:steps]
+
+
+def check_loss_scaler(LossScaler, hidden: bool = False, seed: int | None = None) -> None:
+    """``LossScaler(scale, growth_interval).step(grads)`` over a stream of clean and overflowing
+    steps: the same decisions and scales as the reference, step by step."""
+    seed = core.new_seed(seed if hidden else 16 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    streams = [["ok"] * 5 + ["inf", "ok", "ok", "nan", "ok", "ok", "ok", "inf"] + ["ok"] * 6 + ["nan", "nan", "ok"]]
+    if hidden:
+        streams += [_gradient_stream(rng, 60) for _ in range(3)]
+    for events in streams:
+        interval = int(rng.integers(2, 5)) if hidden else 3
+        student = core.called(LossScaler, 2.0**10, interval, what="LossScaler")
+        ref = ReferenceScaler(2.0**10, interval)
+        since_overflow = None
+        for i, event in enumerate(events):
+            grads = [core.values(rng, (3, 4)), core.values(rng, 5)]
+            if event != "ok":
+                grads[int(rng.integers(0, 2))].flat[0] = np.inf if event == "inf" else np.nan
+            applied = core.called(student.step, grads, what="LossScaler.step")
+            expected = ref.step(grads)
+            history = f"{i}번째 단계 ({event}; 그때까지 {events[:i + 1]})"
+            if bool(applied) != expected:
+                if event == "nan":
+                    raise Mistake("nan_missed", f"{history}: NaN 기울기를 넘쳐난 것으로 보지 않았다. np.isinf만 보면 NaN을 놓친다: "
+                                                f"np.isfinite로 inf와 NaN을 함께 보라{core.where(seed)}.")
+                if event == "inf":
+                    raise Mistake("applied_overflow", f"{history}: 기울기에 inf가 있는데 단계를 적용한다고(True) 했다. 그 단계는 "
+                                                      f"건너뛰어야(False) 한다{core.where(seed)}.")
+                raise Mistake("skipped_clean", f"{history}: 깨끗한 기울기인데 단계를 건너뛰었다{core.where(seed)}.")
+            if student.scale != ref.scale:
+                if event != "ok":
+                    kind, text = "no_backoff", "넘쳐난 단계에서 스케일을 절반으로 줄여야 한다"
+                elif since_overflow is not None and since_overflow < interval:
+                    kind, text = "counter_not_reset", (f"넘쳐난 뒤 깨끗한 단계가 {since_overflow + 1}번뿐인데 스케일을 키웠다: "
+                                                       f"넘칠 때 깨끗한 단계의 수를 0으로 되돌려야 한다 (growth_interval = {interval})")
+                else:
+                    kind, text = "growth", f"깨끗한 단계가 연속 {interval}번이 될 때마다 스케일을 두 배로 (그리고 세기를 0부터 다시)"
+                raise Mistake(kind, f"{history}: scale = {student.scale}, 기대값 {ref.scale}. {text}{core.where(seed)}.")
+            since_overflow = 0 if event != "ok" else (None if since_overflow is None else since_overflow + 1)
+    core.passed("LossScaler", seed)
+
+
+# -- WMMA with any K
+
+WMMA_TILE = 16
+
+
+def run_tc_gemm(kernel, A16, B16):
+    """C = A·B on the tensor cores: one warp (32 threads) per block, block (bx, by) computes
+    C[16·by : +16, 16·bx : +16]. M and N must be multiples of 16; K is anything."""
+    M, K = A16.shape
+    N = B16.shape[1]
+    if M % WMMA_TILE or N % WMMA_TILE:
+        raise ValueError(f"M and N must be multiples of 16 in this exercise, not {M} and {N}")
+    return core.run(kernel, (N // WMMA_TILE, M // WMMA_TILE), 32, {"A": A16, "B": B16}, {"C": (M, N)}, (), False,
+                    "tc_gemm_kernel")
+
+
+def check_tc_gemm(kernel, hidden: bool = False, seed: int | None = None) -> None:
+    """The fp16 product summed in fp32, for K = 1, primes and other non-multiples of 16."""
+    seed = core.new_seed(seed if hidden else 17 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    shapes = [(32, 37, 16), (16, 16, 48)]
+    if hidden:
+        shapes = [(16, 1, 16), (32, core.odd_size(rng, 17, 31, 16), 32), sized((512, 1000, 768), (16, 53, 32))]
+    for M, K, N in shapes:
+        A, B = core.values(rng, (M, K)).astype(np.float16), core.values(rng, (K, N)).astype(np.float16)
+        C = run_tc_gemm(kernel, A, B)["C"]
+        A64, B64 = A.astype(np.float64), B.astype(np.float64)
+        ref = A64 @ B64
+        full = K // WMMA_TILE * WMMA_TILE
+        core.compare(C, ref, "C", seed, rtol=1e-5, scale=float((np.abs(A64) @ np.abs(B64)).max()), known={
+            "k_tail": (A64[:, :full] @ B64[:full] if full < K else None,
+                       f"K = {K}의 마지막 {K - full}열(16의 배수가 아닌 꼬리)을 빠뜨렸다. 반복은 ceil(K / 16)번이고, 마지막 타일은 "
+                       f"K를 넘는 칸을 0으로 채운다."),
+        }, hint="누산기는 fp32여야 한다 (fp16 누산은 K가 크면 오차가 커진다).")
+    core.passed("tc_gemm_kernel (K가 16의 배수가 아님)", seed)
