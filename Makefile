@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test unit notebooks execute-notebooks clean
+.PHONY: lab test unit notebooks execute-notebooks assignments clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,13 @@ notebooks: $(STAMP)
 # Re-run every notebook on the simulator and store its outputs (after editing a notebook).
 execute-notebooks: $(STAMP)
 	GPULIB_BACKEND=sim $(BIN)/python tools/run_notebooks.py --inplace book/*.ipynb
+
+# The classroom assignments (assignments/README.md): from assignments/source, the student
+# versions (release/: no solutions, no hidden tests) and the solution versions (solution/:
+# executed, outputs included). Generated, never edited by hand, not committed.
+assignments: $(STAMP)
+	cd assignments && PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_assignment "*" --force
+	cd assignments && PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_solution "*" --force
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

@@ -25,7 +25,7 @@ def pyproject_requirements() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = list(project["dependencies"])
     extras = project["optional-dependencies"]
-    for extra in ("book", "dev"):
+    for extra in ("book", "classroom", "dev"):
         reqs += [r for r in extras[extra] if not r.startswith("gpulib")]
     return dict(parse(r) for r in reqs)
 

@@ -24,6 +24,7 @@ and primes.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 from contextlib import contextmanager
@@ -35,7 +36,9 @@ from gpulib.check import ValidationError, poisoned, unwritten_mask, validate
 from gpulib.env import cuda, on_gpu
 from gpulib.trace import trace
 
-TIMEOUT_S = 60.0  # one launch on the simulator; nbgrader's cell timeout (nbgrader_config.py) is longer
+# One launch on the simulator (or one call of a student's function) gets this long;
+# nbgrader's cell timeout (assignments/nbgrader_config.py) is longer.
+TIMEOUT_S = float(os.environ.get("GPULIB_GRADING_TIMEOUT", 60))
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
 
@@ -106,26 +109,28 @@ def picture(counts: np.ndarray, title: str):
 
 
 @contextmanager
-def time_limit(seconds: float = TIMEOUT_S):
+def time_limit(seconds: float | None = None):
     """Stop the simulator's kernel threads that are still running after ``seconds``: an endless
     loop becomes a KernelTimeout inside the kernel (then a Mistake), not a hung notebook."""
     from numba.cuda.simulator.kernel import BlockThread
 
     expired = threading.Event()
 
-    def stop_all():
-        expired.set()
-        for t in threading.enumerate():
-            if isinstance(t, BlockThread) and t.is_alive():
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(KernelTimeout))
+    def stop_all() -> bool:
+        """Raise KernelTimeout in every simulator thread still alive; True if there were any."""
+        alive = [t for t in threading.enumerate() if isinstance(t, BlockThread) and t.is_alive()]
+        for t in alive:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(KernelTimeout))
+        return bool(alive)
 
     def watchdog():
-        while not done.wait(0.5):
+        while not done.wait(0.5 if not expired.is_set() else 0.05):
             if time.monotonic() > deadline:
-                stop_all()
+                expired.set()
+                stop_all()  # again and again: the simulator may still be starting the block's threads
 
     done = threading.Event()
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + (TIMEOUT_S if seconds is None else seconds)
     dog = threading.Thread(target=watchdog, daemon=True)
     dog.start()
     try:
@@ -133,6 +138,10 @@ def time_limit(seconds: float = TIMEOUT_S):
     finally:
         done.set()
         dog.join()
+        if expired.is_set():  # leave no thread spinning behind (it would slow every later cell)
+            give_up = time.monotonic() + 10
+            while stop_all() and time.monotonic() < give_up:
+                time.sleep(0.05)
 
 
 def _thread_of(message: str) -> str:

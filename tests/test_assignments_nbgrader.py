@@ -1,0 +1,109 @@
+"""nbgrader really generates and grades the assignments: the student versions hold no solution
+and no hidden test, a solution earns full marks, an untouched student version earns zero
+without upsetting the grader, and a submission that hangs loses only the hanging exercises.
+
+This is the instructor's cycle of assignments/README.md on a temporary course folder, with
+short time limits so that the hanging submission costs seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "assignments" / "source"
+GRADED = ("16_1_mlp", "16_5_cudnn")  # autograded here (the glob below); every assignment is generated
+
+
+def _nbgrader(course, *args, env=None):
+    result = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    shutil.copy(ROOT / "assignments" / "nbgrader_config.py", course)
+    shutil.copytree(SOURCE, course / "source")
+    env = dict(os.environ, GPULIB_BACKEND="sim", GPULIB_GRADING_TIMEOUT="5", NBGRADER_CELL_TIMEOUT="10",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs alembic
+    _nbgrader(course, "generate_assignment", "*", "--force", env=env)  # every assignment, one process
+    return course, env
+
+
+def _code(nb_path):
+    return "\n".join("".join(c["source"]) for c in json.loads(Path(nb_path).read_text())["cells"])
+
+
+def _solution_lines(source_text):
+    """The lines between BEGIN and END SOLUTION markers (what students must not see)."""
+    lines = []
+    for block in re.findall(r"### BEGIN SOLUTION\n(.*?)### END SOLUTION", source_text, re.S):
+        lines += [line.strip() for line in block.splitlines() if len(line.strip()) > 12]
+    return lines
+
+
+def test_student_versions_hold_no_solution_and_no_hidden_test(course):
+    course, _ = course
+    for source in sorted(SOURCE.glob("*/*.ipynb")):
+        release = course / "release" / source.parent.name / source.name
+        student, original = _code(release), _code(source)
+        assert "BEGIN HIDDEN TESTS" not in student and "hidden=True" not in student, release
+        assert "BEGIN SOLUTION" not in student and "raise NotImplementedError()" in student, release
+        given = re.sub(r"### BEGIN SOLUTION\n.*?### END SOLUTION", "", original, flags=re.S)
+        allowed = {line.strip() for line in given.splitlines()}  # lines the stub gives anyway
+        student_lines = {line.strip() for line in student.splitlines()}
+        leaked = [line for line in _solution_lines(original) if line in student_lines and line not in allowed]
+        assert not leaked, f"{release.name}: solution lines in the student version: {leaked[:3]}"
+        assert "hidden=True" in original  # the source does have hidden tests to remove
+
+
+def _hang(assignment, nb):
+    """A submission: the solution, with one exercise stuck in an endless loop; returns the
+    points that exercise is worth."""
+    if assignment == "16_1_mlp":  # a kernel: the check's watchdog stops it
+        cell, old, new = "dense_backward_kernels", "    if j < dW.shape[0]", "    while j == j:\n        j = j * 1\n    if j < dW.shape[0]"
+    else:  # plain Python: nbgrader's cell timeout interrupts it
+        cell, old, new = "loss_scaler", "        self.clean_steps += 1\n", "        while True:\n            pass\n"
+    for c in nb["cells"]:
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == cell:
+            src = "".join(c["source"])
+            assert src.count(old) == 1
+            c["source"] = src.replace(old, new)
+    return {"16_1_mlp": 6, "16_5_cudnn": 4}[assignment]
+
+
+def test_autograde_gives_full_marks_zero_and_partial_credit(course):
+    course, env = course
+    from nbgrader.api import Gradebook
+
+    lost = {}
+    for assignment in GRADED:
+        source = SOURCE / assignment / f"{assignment}.ipynb"
+        hang = json.loads(source.read_text())
+        lost[assignment] = _hang(assignment, hang)
+        for student, content in (("solution", source.read_text()),
+                                 ("untouched", (course / "release" / assignment / source.name).read_text()),
+                                 ("hangs", json.dumps(hang))):
+            folder = course / "submitted" / student / assignment
+            folder.mkdir(parents=True)
+            (folder / source.name).write_text(content)
+    _nbgrader(course, "autograde", "16_[15]_*", "--create", env=env)  # both assignments, one process
+    for assignment in GRADED:
+        with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+            total = gb.find_assignment(assignment).max_score
+            scores = {s: gb.find_submission(assignment, s).score for s in ("solution", "untouched", "hangs")}
+        assert total >= 15
+        assert scores == {"solution": total, "untouched": 0, "hangs": total - lost[assignment]}, (assignment, scores)
+    feedback = _nbgrader(course, "generate_feedback", GRADED[0], env=env)
+    assert list((course / "feedback" / "hangs" / GRADED[0]).glob("*.html")), feedback.stdout
