@@ -70,7 +70,8 @@ def run_exercise(assignment, grade_id, edits=()):
 
 BOUNDS = "if True:"
 
-# (assignment, solution cell, what the student got wrong, edits, the kind the checks must report)
+# (assignment, solution cell, what the student got wrong, edits, the kind the checks must report;
+# a pair where the simulator and a GPU see the same mistake differently)
 MUTANTS = [
     # 16.1
     ("16_1_mlp", "dense_forward_kernel", "no bounds check", [("if n < Y.shape[0] and j < Y.shape[1]:", BOUNDS)], "out_of_bounds"),
@@ -84,7 +85,8 @@ MUTANTS = [
     ("16_1_mlp", "dense_backward_kernels", "W transposed in dX", [("acc += dZ[n, j] * W[j, i]", "acc += dZ[n, j] * W[i, j]")], "out_of_bounds"),
     ("16_1_mlp", "softmax_xent_kernel", "no max subtracted", [("m = max(m, Z[n, c])", "m = 0.0")], "overflow"),
     ("16_1_mlp", "softmax_xent_kernel", "log of the probability",
-     [("loss[n] = log_total - (Z[n, labels[n]] - m)", "loss[n] = -math.log(P[n, labels[n]])")], "math_domain"),
+     [("loss[n] = log_total - (Z[n, labels[n]] - m)", "loss[n] = -math.log(P[n, labels[n]])")],
+     ("math_domain", "log_of_zero")),  # Python's math.log(0) raises on the simulator; a GPU gives -inf
     ("16_1_mlp", "softmax_xent_kernel", "no bounds check", [("if n < Z.shape[0]:", BOUNDS)], "out_of_bounds"),
     ("16_1_mlp", "softmax_xent_kernel", "label ignored", [("(Z[n, labels[n]] - m)", "(Z[n, 0] - m)")], "wrong_label"),
     # 16.2
@@ -119,7 +121,7 @@ MUTANTS = [
     ("16_3_tiled_conv", "conv_tiled_kernel", "no barrier before the next load",
      [("tile[ty + r, tx + s]\n        cuda.syncthreads()", "tile[ty + r, tx + s]")], "race"),
     ("16_3_tiled_conv", "conv_tiled_kernel", "halo one row short",
-     [("range(ty * TILE + tx, (TILE + R - 1) * (TILE + S - 1)", "range(ty * TILE + tx, (TILE + R - 2) * (TILE + S - 1)")], "halo"),
+     [("range(ty * TILE + tx, IN_TILE * IN_TILE", "range(ty * TILE + tx, (IN_TILE - 1) * IN_TILE")], "halo"),
     ("16_3_tiled_conv", "conv_tiled_kernel", "barrier inside the branch",
      [("        cuda.syncthreads()\n        if y < Y.shape[2] and x < Y.shape[3]:\n            for r",
        "        if y < Y.shape[2] and x < Y.shape[3]:\n            cuda.syncthreads()\n            for r")], "divergent_barrier"),
@@ -188,7 +190,8 @@ MUTANTS = [
 def test_the_checks_catch_each_planted_mistake(assignment, grade_id, mistake, edits, kind):
     with pytest.raises(Mistake) as caught:
         run_exercise(assignment, grade_id, edits)
-    assert caught.value.kind == kind, f"{mistake}: reported as {caught.value.kind}: {caught.value}"
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    assert caught.value.kind in kinds, f"{mistake}: reported as {caught.value.kind}: {caught.value}"
 
 
 SOLUTIONS = [(a, g) for a in NOTEBOOKS for g in exercises(a)]
@@ -202,6 +205,6 @@ def test_each_solution_passes_its_visible_and_hidden_checks(assignment, grade_id
 def test_every_exercise_has_three_planted_mistakes_with_their_own_messages():
     kinds = defaultdict(set)
     for assignment, grade_id, _, _, kind in MUTANTS:
-        kinds[(assignment, grade_id)].add(kind)
+        kinds[(assignment, grade_id)].add(kind if isinstance(kind, str) else kind[0])
     for assignment, grade_id in SOLUTIONS:
         assert len(kinds[(assignment, grade_id)]) >= 3, f"{grade_id}: mistakes planted {sorted(kinds[(assignment, grade_id)])}"

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from gpulib.arrays import to_device, to_host
+from gpulib.arrays import is_device_array, to_device, to_host
 from gpulib.check import ValidationError, poisoned, unwritten_mask, validate
 from gpulib.env import cuda, on_gpu
 from gpulib.trace import trace
@@ -189,7 +189,7 @@ def launched(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = 
     """Launch on the backend: inputs copied to the device, outputs poisoned (``outputs`` maps
     names to (shape, dtype)), the kernel's arguments in the order inputs, outputs, scalars.
     Returns the outputs on the host."""
-    dev_in = [to_device(np.ascontiguousarray(a)) for a in inputs.values()]
+    dev_in = [a if is_device_array(a) else to_device(np.ascontiguousarray(a)) for a in inputs.values()]
     dev_out = [poisoned(shape, dtype) for shape, dtype in outputs.values()]
     try:
         if on_gpu():

@@ -12,6 +12,7 @@ import numpy as np
 
 from gpulib import reference
 from gpulib.conv import winograd
+from gpulib.arrays import to_device
 from gpulib.env import sized
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
@@ -223,12 +224,21 @@ WMMA_TILE = 16
 
 def run_tc_gemm(kernel, A16, B16):
     """C = A·B on the tensor cores: one warp (32 threads) per block, block (bx, by) computes
-    C[16·by : +16, 16·bx : +16]. M and N must be multiples of 16; K is anything."""
+    C[16·by : +16, 16·bx : +16]. M and N must be multiples of 16; K is anything.
+
+    A and B are views into larger device arrays whose extra columns (A) and rows (B) hold NaN:
+    a kernel that reads past K gets NaN there on a GPU (where nothing checks indices) and an
+    IndexError on the simulator."""
     M, K = A16.shape
     N = B16.shape[1]
     if M % WMMA_TILE or N % WMMA_TILE:
         raise ValueError(f"M and N must be multiples of 16 in this exercise, not {M} and {N}")
-    return core.run(kernel, (N // WMMA_TILE, M // WMMA_TILE), 32, {"A": A16, "B": B16}, {"C": (M, N)}, (), False,
+    A_guarded = np.full((M, K + WMMA_TILE), np.nan, np.float16)
+    A_guarded[:, :K] = A16
+    B_guarded = np.full((K + WMMA_TILE, N), np.nan, np.float16)
+    B_guarded[:K] = B16
+    A_view, B_view = to_device(A_guarded)[:, :K], to_device(B_guarded)[:K]
+    return core.run(kernel, (N // WMMA_TILE, M // WMMA_TILE), 32, {"A": A_view, "B": B_view}, {"C": (M, N)}, (), False,
                     "tc_gemm_kernel")
 
 
@@ -249,5 +259,7 @@ def check_tc_gemm(kernel, hidden: bool = False, seed: int | None = None) -> None
             "k_tail": (A64[:, :full] @ B64[:full] if full < K else None,
                        f"K = {K}의 마지막 {K - full}열(16의 배수가 아닌 꼬리)을 빠뜨렸다. 반복은 ceil(K / 16)번이고, 마지막 타일은 "
                        f"K를 넘는 칸을 0으로 채운다."),
-        }, hint="누산기는 fp32여야 한다 (fp16 누산은 K가 크면 오차가 커진다).")
+        }, hint="누산기는 fp32여야 한다 (fp16 누산은 K가 크면 오차가 커진다).",
+            nonfinite=("out_of_bounds", "K를 넘는 칸을 읽었다: 검사는 A의 K번째 열 뒤와 B의 K번째 행 뒤에 NaN을 두었고, "
+                                        "NaN × 0도 NaN이다. 마지막 타일에서 K를 넘는 칸은 읽지 말고 0을 써라."))
     core.passed("tc_gemm_kernel (K가 16의 배수가 아님)", seed)

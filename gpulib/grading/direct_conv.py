@@ -22,6 +22,7 @@ from gpulib.grading import core
 BLOCK = (16, 16)  # version 1
 TILE = 8          # the tiled kernels: a block computes a TILE×TILE patch of one output image
 R = S = 3         # their filter size (a compile-time constant: it sizes the shared tile)
+IN_TILE = TILE + R - 1  # the input tile's edge, halo included; a plain constant, as a shared array's shape must be
 KB = 4            # output channels per block in the last exercise
 
 

@@ -187,9 +187,11 @@ def _logits(rng, N, C, spread):
 def _softmax_values(out, Z, labels, seed):
     P, loss = softmax_xent_reference(Z, labels)
     spread = float(np.abs(Z).max())
-    core.compare(out["P"], P, "P", seed, rtol=1e-5, scale=1.0, hint=(
-        "exp(z)를 계산하기 전에 행의 최댓값을 빼라: softmax(z) = softmax(z - max z)이고, 그러면 지수는 0 이하라 "
-        f"넘치지 않는다 (이 입력의 |z|는 최대 {spread:.0f})."))
+    large = spread >= 100  # exp overflows here unless the row maximum is subtracted
+    shift = ("exp(z)를 계산하기 전에 행의 최댓값을 빼라: softmax(z) = softmax(z - max z)이고, 그러면 지수는 0 이하라 "
+             f"넘치지 않는다 (이 입력의 |z|는 최대 {spread:.0f}).")
+    core.compare(out["P"], P, "P", seed, rtol=1e-5, scale=1.0, hint=shift, kind="overflow" if large else "wrong_value",
+                 nonfinite=("overflow", f"e^z가 넘쳤다. {shift}") if large else None)
     if not np.isfinite(out["loss"]).all() and np.isfinite(loss).all():
         n = int(np.argmax(~np.isfinite(out["loss"])))
         raise Mistake("log_of_zero", f"loss[{n}] = {out['loss'][n]}: 확률 P가 0으로 언더플로된 뒤 log(P) = -inf를 "
