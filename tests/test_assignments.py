@@ -208,3 +208,43 @@ def test_every_exercise_has_three_planted_mistakes_with_their_own_messages():
         kinds[(assignment, grade_id)].add(kind if isinstance(kind, str) else kind[0])
     for assignment, grade_id in SOLUTIONS:
         assert len(kinds[(assignment, grade_id)]) >= 3, f"{grade_id}: mistakes planted {sorted(kinds[(assignment, grade_id)])}"
+
+
+def test_an_endless_kernel_is_stopped_reported_and_leaves_no_thread_behind(monkeypatch):
+    import threading
+
+    import numpy as np
+    from numba.cuda.simulator.kernel import BlockThread
+
+    from gpulib.env import cuda
+    from gpulib.grading import core, mlp
+
+    monkeypatch.setattr(core, "TIMEOUT_S", 1.0)
+
+    def endless(X, W, b, Y):
+        i = 0
+        while i < 1:
+            i = i * 1
+
+    rng = np.random.default_rng(0)
+    X, W, b = core.values(rng, (20, 3)), core.values(rng, (5, 3)), core.values(rng, 5)
+    with pytest.raises(Mistake) as caught:
+        mlp.run_dense_forward(cuda.jit(endless), X, W, b, trace=True)
+    assert caught.value.kind == "timeout" and "1초" in str(caught.value)
+    assert not [t for t in threading.enumerate() if isinstance(t, BlockThread) and t.is_alive()]
+
+
+def test_the_points_each_notebook_announces_are_the_points_it_grades():
+    for assignment, path in NOTEBOOKS.items():
+        cells = _cells(assignment)
+        intro = "".join(cells[0]["source"])
+        announced = [int(p) for p in re.findall(r"문제 \d+ \((\d+)점\)", intro)]
+        per_exercise, current = [], None
+        for cell in cells:
+            meta = cell["metadata"].get("nbgrader", {})
+            if meta.get("solution") and cell["cell_type"] == "code":
+                per_exercise.append(0)
+            elif meta.get("grade"):
+                per_exercise[-1] += meta["points"]
+        assert announced == per_exercise, (assignment, announced, per_exercise)
+        assert len(per_exercise) >= 3
