@@ -15,6 +15,9 @@ Where things live (a folder per section of the chapter, then one per kind of too
     gpulib/bench/         measuring: the benchmark layers, checked timing rows, one module per
                           script in benchmarks/
     gpulib/figures/       drawing: the notebooks' explorers (widgets) and figures
+    gpulib/grading/       the checks of the classroom assignments (assignments/): one module
+                          per section on core.py (launches with a time limit, comparisons
+                          that name the mistake, structural checks on the tracer's record)
     gpulib/reference.py   float64 NumPy reference of every operation (the "trusted library")
     gpulib/check.py       poisoned outputs and ``validate`` against a reference
     gpulib/trace.py       16.3: memory-traffic tracer (per-thread counts, races)

@@ -107,6 +107,15 @@ MUTANTS = [
     ("16_2_cnn", "conv_input_grad_kernel", "padding subtracted",
      [("ty = h + padding - r", "ty = h - padding - r"), ("tx = w + padding - s", "tx = w - padding - s")], "padding"),
     ("16_2_cnn", "conv_input_grad_kernel", "no upper range test", [(" or ty // stride >= dY.shape[2]", "")], "out_of_bounds"),
+    ("16_2_cnn", "gradient_check", "kinks not skipped",
+     [("            if any(((a > 0) != (b > 0)).any() for a, b in zip(z_plus, z_minus)):\n"
+       "                continue  # a kink between p - eps and p + eps: the difference is no derivative\n", "")], "kink_trap"),
+    ("16_2_cnn", "gradient_check", "one-sided difference",
+     [("numeric = (plus - minus) / (2 * eps)", "numeric = (plus - net.loss(params)) / eps")], "false_alarm"),
+    ("16_2_cnn", "gradient_check", "no floor under the denominator",
+     [("max(abs(analytic) + abs(numeric), 1e-4)", "(abs(analytic) + abs(numeric))")], "tiny_gradients"),
+    ("16_2_cnn", "gradient_check", "every coordinate that moves a ReLU input skipped",
+     [("((a > 0) != (b > 0)).any()", "(a != b).any()")], "missed_bug"),
     # 16.3
     ("16_3_tiled_conv", "conv_direct_kernel", "z decoded with C instead of K",
      [("n, k = cuda.blockIdx.z // K, cuda.blockIdx.z % K", "n, k = cuda.blockIdx.z // X.shape[1], cuda.blockIdx.z % X.shape[1]")],

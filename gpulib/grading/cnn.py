@@ -1,5 +1,6 @@
-"""16.2 assignment: the checks of max pooling (forward, and backward with ties) and of the
-convolution's input gradient at stride 2 with padding (``assignments/source/16_2_cnn``).
+"""16.2 assignment: the checks of max pooling (forward, and backward with ties), of the
+convolution's input gradient at stride 2 with padding, and of a whole-CNN gradient check that
+does not fall into the ReLU-kink trap (``assignments/source/16_2_cnn``).
 
 Every kernel here maps one thread to one element of its output image: threadIdx.x walks the
 columns, threadIdx.y the rows, and blockIdx.z the (image, channel) pairs, z = n·C + c.
@@ -14,6 +15,7 @@ from gpulib.arrays import blocks
 from gpulib.conv.shapes import conv_output_size
 from gpulib.env import sized
 from gpulib.grading import core
+from gpulib.grading.core import Mistake
 
 BLOCK = (16, 16)
 
@@ -158,3 +160,91 @@ def check_conv_input_grad(kernel, hidden: bool = False, seed: int | None = None)
             scale = float(reference.conv2d_backward(X, np.abs(Wt), np.abs(dY), padding, stride)[0].max())
             core.compare(dX, ref, "dX", seed, scale=scale or 1.0, kind=kind, hint=hint)
     core.passed("conv_input_grad_kernel (padding 0/1, stride 1/2)", seed)
+
+
+# -- a gradient check that does not fall into the ReLU-kink trap
+
+
+class TinyCNN:
+    """conv 3×3 (C=1 → K=2, padding 1) → ReLU → fully connected → softmax cross-entropy, in
+    float64, on two 5×5 images (so some units are off for both, and some gradients exactly 0).
+    ``grads`` is backpropagation, with one planted mistake if
+    ``bug`` names one ("conv_sign": dW1 negated; "fc_bias": db2 left at zero). ``kinks`` puts
+    a ReLU input 1e-8 from 0; ``tiny`` makes the conv layer's gradients about 1e-9."""
+
+    def __init__(self, seed: int, kinks: bool = False, bug: str | None = None, images: int = 2, tiny: bool = False):
+        rng = np.random.default_rng(seed)
+        while True:  # without kinks: every pre-activation at least 1e-3 from 0 (ε = 1e-5 never crosses)
+            self.X = rng.uniform(-1, 1, (images, 1, 5, 5))
+            self.labels = rng.integers(0, 3, images)
+            W1, b1 = rng.uniform(-1, 1, (2, 1, 3, 3)), rng.uniform(-0.2, 0.2, 2)
+            W2, b2 = rng.uniform(-0.5, 0.5, (3, 2 * 5 * 5)), rng.uniform(-0.2, 0.2, 3)
+            Z = reference.conv2d(self.X, W1, b1, 1)
+            if np.abs(Z).min() > 1e-3:
+                break
+        if kinks:  # move b1 so that one pre-activation of each channel sits 1e-8 above the kink
+            for k in range(2):
+                b1[k] -= Z[0, k, 2, 2] - 1e-8
+        if tiny:  # W2 near zero: the gradients of W1 and b1 are ~1e-9, as small as rounding noise allows
+            W2 = W2 * 1e-8
+        self.params = [W1, b1, W2, b2]
+        self.bug = bug
+
+    def relu_inputs(self, params):
+        """The pre-activations Z = conv(X, W1) + b1 that go into the ReLU."""
+        W1, b1, _, _ = params
+        return [reference.conv2d(self.X, W1, b1, 1)]
+
+    def loss(self, params) -> float:
+        W1, b1, W2, b2 = params
+        H = np.maximum(self.relu_inputs(params)[0], 0.0).reshape(len(self.X), -1)
+        logits = H @ W2.T + b2
+        return float(reference.softmax_cross_entropy(logits, self.labels)[0].mean())
+
+    def grads(self, params):
+        W1, b1, W2, b2 = params
+        N = len(self.X)
+        Z = self.relu_inputs(params)[0]
+        H = np.maximum(Z, 0.0).reshape(N, -1)
+        logits = H @ W2.T + b2
+        dlogits = reference.softmax_cross_entropy_grad(logits, self.labels)
+        dW2, db2 = dlogits.T @ H, dlogits.sum(axis=0)
+        dZ = (dlogits @ W2).reshape(Z.shape) * (Z > 0)
+        _, dW1, db1 = reference.conv2d_backward(self.X, W1, dZ, 1)
+        if self.bug == "conv_sign":
+            dW1 = -dW1
+        if self.bug == "fc_bias":
+            db2 = np.zeros_like(db2)
+        return [dW1, db1, dW2, db2]
+
+
+def check_gradient_check(gradient_check, hidden: bool = False, seed: int | None = None) -> None:
+    """``gradient_check(net, eps)`` returns the largest relative error between backpropagation
+    and central differences: tiny on a correct net, kinks included; large on a wrong one."""
+    seed = core.new_seed(seed if hidden else 18 if seed is None else seed)
+    rng = np.random.default_rng(seed)
+    for trial in range(3 if hidden else 1):
+        s = int(rng.integers(0, 2**31))
+        err = core.called(gradient_check, TinyCNN(s), 1e-5, what="gradient_check")
+        if not np.isfinite(err):
+            raise Mistake("nan", f"올바른 네트워크에서 오차가 {err}이다{core.where(seed)}. 죽은 ReLU 뒤의 파라미터는 기울기가 "
+                                 f"정확히 0이라 |a| + |n| = 0이 된다: 분모를 max(|a| + |n|, 1e-4)로 두어라.")
+        if err > 1e-6:
+            raise Mistake("false_alarm", f"꺾임이 없는 올바른 네트워크에서 오차가 {err:.2e}이다 (1e-6 이하여야 한다){core.where(seed)}. "
+                                         f"중앙 차분 (L(p + ε) - L(p - ε)) / 2ε을 써라: 한쪽 차분의 오차는 ε에 비례한다.")
+        err = core.called(gradient_check, TinyCNN(s, tiny=True), 1e-5, what="gradient_check")
+        if not np.isfinite(err) or err > 1e-6:
+            raise Mistake("tiny_gradients", f"기울기가 1e-9쯤인 좌표가 있는 올바른 네트워크에서 오차가 {err:.2e}이다{core.where(seed)}. "
+                                            f"그런 좌표에서는 차분의 반올림 잡음(1e-11쯤)이 상대 오차를 키운다: 분모를 "
+                                            f"max(|a| + |n|, 1e-4)로 두어 아주 작은 기울기는 절대 오차로 재라.")
+        err = core.called(gradient_check, TinyCNN(s, kinks=True), 1e-5, what="gradient_check")
+        if not np.isfinite(err) or err > 1e-6:
+            raise Mistake("kink_trap", f"ReLU 입력이 0에서 1e-8 떨어진 곳이 있는 올바른 네트워크에서 오차가 {err:.2e}이다"
+                                       f"{core.where(seed)}. p ± ε가 ReLU의 꺾임을 넘으면 유한 차분은 기울기가 아니다. 그 좌표에서 "
+                                       f"ReLU 입력(net.relu_inputs)의 부호가 p + ε와 p - ε에서 다르면 그 좌표는 건너뛰어라.")
+        for bug, where_ in (("conv_sign", "합성곱 필터 W1의 기울기 부호"), ("fc_bias", "완전 연결층 편향 b2의 기울기")):
+            err = core.called(gradient_check, TinyCNN(s, bug=bug), 1e-5, what="gradient_check")
+            if not (np.isfinite(err) and err > 1e-3):
+                raise Mistake("missed_bug", f"역전파에 버그({where_})를 심은 네트워크에서 오차가 {err:.2e}이다{core.where(seed)}: "
+                                            f"버그를 놓쳤다. 모든 파라미터의 모든 좌표를 보았는가? 건너뛰는 것은 꺾임을 넘는 좌표뿐이어야 한다.")
+    core.passed("gradient_check (ReLU 꺾임 함정 없이)", seed)

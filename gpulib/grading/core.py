@@ -149,7 +149,7 @@ def _thread_of(message: str) -> str:
     import re
 
     m = re.search(r"tid=\[([^\]]*)\] ctaid=\[([^\]]*)\]", message)
-    return f"블록 ({m.group(2)})의 스레드 ({m.group(1)})" if m else "어떤 스레드"
+    return f"블록 ({m.group(2)})의 스레드 ({m.group(1)})" if m else ""
 
 
 def _explain_exception(exc: BaseException, what: str) -> Mistake:
@@ -157,20 +157,20 @@ def _explain_exception(exc: BaseException, what: str) -> Mistake:
     who = _thread_of(text)
     detail = text.split(": ", 1)[1] if ": " in text else text
     if isinstance(exc, KernelTimeout):
-        return Mistake("timeout", f"{what}: {TIMEOUT_S:.0f}초 안에 끝나지 않았다 ({who}가 아직 돌고 있었다). "
+        return Mistake("timeout", f"{what}: {TIMEOUT_S:.0f}초 안에 끝나지 않았다 ({who or '코드'}가 아직 돌고 있었다). "
                                   f"끝나지 않는 반복문(증가하지 않는 인덱스)이나, 일부 스레드만 지나는 장벽을 찾아보라.")
     if isinstance(exc, IndexError):
-        return Mistake("out_of_bounds", f"{what}: {who}가 배열 범위 밖을 건드렸다: {detail}. "
+        return Mistake("out_of_bounds", f"{what}: {who or '코드'}가 배열 범위 밖을 건드렸다: {detail}. "
                                         f"크기가 블록의 배수가 아닐 때 남는 스레드가 있다: 경계 검사(if ... < n)를 빠뜨렸는가?")
     if isinstance(exc, OverflowError):
-        return Mistake("overflow", f"{what}: {who}에서 수가 넘쳤다: {detail}. 시뮬레이터의 math.exp는 넘치면 예외를 내고, "
+        return Mistake("overflow", f"{what}: {who + '에서 ' if who else ''}수가 넘쳤다: {detail}. 시뮬레이터의 math.exp는 넘치면 예외를 내고, "
                                    f"GPU에서는 inf가 되어 NaN으로 번진다. 지수 함수에 큰 값(예: 로짓 1000)이 들어가지 않게 하라.")
     if isinstance(exc, ValueError) and "math domain" in detail:
-        return Mistake("math_domain", f"{what}: {who}가 수학 함수의 정의역 밖을 계산했다 ({detail}): log(0)이나 음수의 sqrt 같은 것이다. "
+        return Mistake("math_domain", f"{what}: {who or '코드'}가 수학 함수의 정의역 밖을 계산했다 ({detail}): log(0)이나 음수의 sqrt 같은 것이다. "
                                       f"GPU에서는 -inf나 NaN이 된다. 0으로 언더플로될 수 있는 값의 로그를 취하지 말고 식을 로그 형태로 바꿔라.")
     if isinstance(exc, NotImplementedError):
         return Mistake("not_done", f"{what}: 아직 구현되지 않았다 (NotImplementedError). 풀이를 채워 넣어라.")
-    return Mistake("error", f"{what}: {who}에서 예외가 났다: {type(exc).__name__}: {detail}")
+    return Mistake("error", f"{what}: {who + '에서 ' if who else ''}예외가 났다: {type(exc).__name__}: {detail}")
 
 
 def traced(kernel, grid, block, args: dict, what: str):
