@@ -1,6 +1,7 @@
 # Two commands for a fresh machine with nothing but Python:
 #   make lab    open the book in JupyterLab
 #   make test   run every test, the notebooks included (on the CUDA simulator without a GPU)
+#   (make unit / make notebooks run one half; make assignments writes the student versions)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -17,7 +18,12 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=book $(LAB_ARGS)
 
-test: unit notebooks
+# One session over the notebooks and the tests, on every core: pytest-xdist hands out the
+# tests one at a time and each notebook whole (its cells share one kernel: the xdist_group that
+# tests/conftest.py gives them), the notebooks first, so long notebooks and long tests overlap.
+test: $(STAMP)
+	$(BIN)/python -m pytest -n auto --dist loadgroup --nbval --nbval-current-env \
+		--nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider book tests
 
 # -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels are Python threads.
 unit: $(STAMP)

@@ -257,3 +257,22 @@ def test_the_points_each_notebook_announces_are_the_points_it_grades():
                 per_exercise[-1] += meta["points"]
         assert announced == per_exercise, (assignment, announced, per_exercise)
         assert len(per_exercise) >= 3
+
+
+def test_the_cell_helper_writes_what_nbgrader_reads(tmp_path):
+    import sys
+
+    import nbformat
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from nbgrader_cells import code, md, solution, tests, write
+
+    path = tmp_path / "a" / "a.ipynb"
+    write([md("# 제목"), code("x = 1"), solution("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", "f"),
+           tests("assert f() == 1", "check_f", points=2)], path)
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    graded = [c.metadata.nbgrader for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert graded == [{"grade": True, "grade_id": "check_f", "locked": True, "points": 2, "schema_version": 3,
+                       "solution": False, "task": False}]
+    assert [c.metadata.nbgrader["solution"] for c in nb.cells] == [False, False, True, False]
