@@ -18,11 +18,11 @@ $(STAMP): pyproject.toml
 lab: $(STAMP)
 	$(BIN)/jupyter lab --notebook-dir=book $(LAB_ARGS)
 
-# One session over the notebooks and the tests, on every core: pytest-xdist hands out the
-# tests one at a time and each notebook whole (its cells share one kernel: the xdist_group that
-# tests/conftest.py gives them), the notebooks first, so long notebooks and long tests overlap.
+# One session over the notebooks and the tests, on every core: pytest-xdist hands out each
+# notebook whole (its cells share one kernel) and each test module whole, the notebooks first,
+# so that long notebooks and long tests overlap.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n auto --dist loadgroup --nbval --nbval-current-env \
+	$(BIN)/python -m pytest -n auto --dist loadscope --nbval --nbval-current-env \
 		--nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider book tests
 
 # -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels are Python threads.
