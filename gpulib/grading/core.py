@@ -96,11 +96,19 @@ def picture(counts: np.ndarray, title: str):
     except ImportError:
         return
     use_korean_font()
+    from matplotlib.ticker import MaxNLocator
+
     counts = np.asarray(counts)
-    counts = counts.reshape(-1, counts.shape[-1]) if counts.ndim > 1 else counts[None, :]
-    fig, ax = plt.subplots(figsize=(min(10, 1 + 0.4 * counts.shape[1]), min(6, 1 + 0.4 * counts.shape[0])))
-    image = ax.imshow(counts, cmap="viridis")
-    fig.colorbar(image, ax=ax)
+    boolean, ndim = counts.dtype == bool, counts.ndim
+    counts = counts.reshape(-1, counts.shape[-1]).astype(float) if counts.ndim > 1 else counts[None, :].astype(float)
+    fig, ax = plt.subplots(figsize=(min(10, 2 + 0.35 * counts.shape[1]), min(6, 1.5 + 0.3 * counts.shape[0])))
+    image = ax.imshow(counts, cmap="viridis", aspect="auto")
+    if not boolean:
+        fig.colorbar(image, ax=ax, label="횟수")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("마지막 축의 인덱스")
+    ax.set_ylabel({1: "", 2: "첫 축의 인덱스"}.get(ndim, "앞 축들을 펼친 인덱스"))
     ax.set_title(title)
     plt.show()
 
