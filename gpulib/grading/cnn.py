@@ -64,7 +64,7 @@ def _image_shapes(hidden, rng, visible):
 
 def check_max_pool(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """2×2 max pooling on odd sizes, with windows that are all negative."""
-    seed = core.new_seed(seed if hidden else 4 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 4)
     rng = np.random.default_rng(seed)
     X = core.values(rng, (1, 2, 5, 19) if not hidden else (1, 2, core.odd_size(rng, 3, 7, 2), core.odd_size(rng, 17, 19, 16)))
     t, out = run_max_pool(kernel, X, trace=True)
@@ -79,15 +79,18 @@ def check_max_pool(kernel, hidden: bool = False, seed: int | None = None) -> Non
 
 def _pool_values(Y, X, seed):
     ref = reference.max_pool2d(X)
-    N, C, H, W = X.shape
-    unstrided = X.astype(np.float64)[:, :, :H - 1, :W - 1]
-    unstrided = np.maximum(np.maximum(unstrided, X[:, :, 1:, :W - 1]), np.maximum(X[:, :, :H - 1, 1:], X[:, :, 1:, 1:]))
     core.compare(Y, ref, "Y", seed, rtol=1e-7, scale=1.0, known={
         "max_init_zero": (np.maximum(ref, 0.0), "모든 값이 음수인 창에서 0을 냈다: 최댓값의 초깃값을 0으로 두었는가? "
                                                 "창의 첫 원소(또는 -inf)로 시작하라."),
-        "no_stride": (unstrided[:, :, :ref.shape[2], :ref.shape[3]], "창의 시작이 (2·oy, 2·ox)가 아니라 (oy, ox)다: "
-                                                                     "스트라이드 2를 곱하지 않았다."),
+        "no_stride": (lambda: _unstrided_pool(X)[:, :, :ref.shape[2], :ref.shape[3]],
+                      "창의 시작이 (2·oy, 2·ox)가 아니라 (oy, ox)다: 스트라이드 2를 곱하지 않았다."),
     })
+
+
+def _unstrided_pool(X):
+    """The 2×2 maximum starting at every (y, x): what a pooling kernel without its stride computes."""
+    X = np.asarray(X, np.float64)
+    return np.maximum(np.maximum(X[:, :, :-1, :-1], X[:, :, 1:, :-1]), np.maximum(X[:, :, :-1, 1:], X[:, :, 1:, 1:]))
 
 
 def _tied(rng, shape):
@@ -112,7 +115,7 @@ def pool_backward_candidates(X, dY):
 def check_max_pool_backward(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """Each dY element goes to exactly one input: the first maximum of its window (row-major),
     even when several are equal; rows and columns outside every window get 0."""
-    seed = core.new_seed(seed if hidden else 5 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 5)
     rng = np.random.default_rng(seed)
     small = (1, 2, 5, 19) if not hidden else (1, 2, core.odd_size(rng, 3, 7, 2), core.odd_size(rng, 17, 19, 16))
     shapes = [small] + _image_shapes(hidden, rng, (2, 3, 8, 34)) + ([(1, 1, 6, 18)] if hidden else [(2, 1, 9, 35)])
@@ -121,12 +124,11 @@ def check_max_pool_backward(kernel, hidden: bool = False, seed: int | None = Non
         dY = core.values(rng, (shape[0], shape[1], shape[2] // 2, shape[3] // 2))
         out = run_max_pool_backward(kernel, X, dY, trace=i == 0)
         dX = out[1]["dX"] if i == 0 else out["dX"]
-        all_ties, last = pool_backward_candidates(X, dY)
         core.compare(dX, reference.max_pool2d_backward(X, dY), "dX", seed, rtol=1e-7, scale=1.0, known={
-            "ties_to_all": (all_ties, "최댓값이 같은 원소가 여럿인 창에서 기울기를 모두에게 보냈다. 순전파의 출력은 "
+            "ties_to_all": (lambda: pool_backward_candidates(X, dY)[0], "최댓값이 같은 원소가 여럿인 창에서 기울기를 모두에게 보냈다. 순전파의 출력은 "
                                       "그중 하나에서 왔으므로 기울기도 하나(행 우선으로 첫 번째)에만 가야 한다. "
                                       "그렇지 않으면 기울기의 합이 dY보다 커진다."),
-            "last_tie": (last, "같은 최댓값 가운데 마지막 것에 보냈다 (>= 비교). 순전파와 같은 규칙, 첫 번째여야 한다."),
+            "last_tie": (lambda: pool_backward_candidates(X, dY)[1], "같은 최댓값 가운데 마지막 것에 보냈다 (>= 비교). 순전파와 같은 규칙, 첫 번째여야 한다."),
         }, hint="창 밖에 남는 행/열(H, W가 홀수일 때)의 dX도 0으로 써야 한다.")
     core.passed("max_pool_backward_kernel (같은 최댓값 포함)", seed)
 
@@ -134,7 +136,7 @@ def check_max_pool_backward(kernel, hidden: bool = False, seed: int | None = Non
 def check_conv_input_grad(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """dX of a convolution, in three stages (padding 0 stride 1, padding 1 stride 1, padding 1
     stride 2) on non-square images, so that each missing piece is named."""
-    seed = core.new_seed(seed if hidden else 6 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 6)
     rng = np.random.default_rng(seed)
     stages = [(0, 1, "wrong_value", ""),
               (1, 1, "padding", "패딩 1에서 틀렸다 (패딩 0에서는 맞았다): 입력 위치 h는 패딩한 좌표로 h + padding이다. "
@@ -195,18 +197,20 @@ class TinyCNN:
         W1, b1, _, _ = params
         return [reference.conv2d(self.X, W1, b1, 1)]
 
+    def _forward(self, params):
+        """(Z, H, logits): the ReLU's input, its output flattened per image, the logits."""
+        _, _, W2, b2 = params
+        Z = self.relu_inputs(params)[0]
+        H = np.maximum(Z, 0.0).reshape(len(self.X), -1)
+        return Z, H, H @ W2.T + b2
+
     def loss(self, params) -> float:
-        W1, b1, W2, b2 = params
-        H = np.maximum(self.relu_inputs(params)[0], 0.0).reshape(len(self.X), -1)
-        logits = H @ W2.T + b2
+        logits = self._forward(params)[2]
         return float(reference.softmax_cross_entropy(logits, self.labels)[0].mean())
 
     def grads(self, params):
-        W1, b1, W2, b2 = params
-        N = len(self.X)
-        Z = self.relu_inputs(params)[0]
-        H = np.maximum(Z, 0.0).reshape(N, -1)
-        logits = H @ W2.T + b2
+        W1, _, W2, _ = params
+        Z, H, logits = self._forward(params)
         dlogits = reference.softmax_cross_entropy_grad(logits, self.labels)
         dW2, db2 = dlogits.T @ H, dlogits.sum(axis=0)
         dZ = (dlogits @ W2).reshape(Z.shape) * (Z > 0)
@@ -221,7 +225,7 @@ class TinyCNN:
 def check_gradient_check(gradient_check, hidden: bool = False, seed: int | None = None) -> None:
     """``gradient_check(net, eps)`` returns the largest relative error between backpropagation
     and central differences: tiny on a correct net, kinks included; large on a wrong one."""
-    seed = core.new_seed(seed if hidden else 18 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 18)
     rng = np.random.default_rng(seed)
     for trial in range(3 if hidden else 1):
         s = int(rng.integers(0, 2**31))

@@ -62,6 +62,12 @@ def new_seed(seed: int | None = None) -> int:
     return int(np.random.SeedSequence().entropy % 2**31) if seed is None else int(seed)
 
 
+def check_seed(hidden: bool, seed: int | None, visible: int) -> int:
+    """The seed a check runs with: ``seed`` if given; else a fresh one for the hidden check, and
+    the exercise's fixed ``visible`` seed for the check the student runs."""
+    return new_seed(seed if hidden or seed is not None else visible)
+
+
 def odd_size(rng: np.random.Generator, low: int, high: int, multiple_of: int = 0) -> int:
     """A size in [low, high] that is 1 or a prime where it can be, never a multiple of
     ``multiple_of`` (a block or tile edge) unless it has to be."""
@@ -181,16 +187,22 @@ def _explain_exception(exc: BaseException, what: str) -> Mistake:
     return Mistake("error", f"{what}: {who + '에서 ' if who else ''}예외가 났다: {type(exc).__name__}: {detail}")
 
 
+@contextmanager
+def explained(what: str):
+    """The student's code failed: explain it as a Mistake, do not crash the grader."""
+    try:
+        yield
+    except Mistake:
+        raise
+    except Exception as exc:
+        raise _explain_exception(exc, what) from None
+
+
 def traced(kernel, grid, block, args: dict, what: str):
     """Run ``kernel[grid, block]`` on the simulator with every access recorded (the tracer).
     ``args`` maps names to NumPy arrays (written in place) and scalars, in the kernel's order."""
-    try:
-        with time_limit():
-            return trace(kernel, grid, block, *args.values(), names=tuple(args))
-    except Mistake:
-        raise
-    except Exception as exc:  # the student's kernel failed: explain, do not crash the grader
-        raise _explain_exception(exc, what) from None
+    with explained(what), time_limit():
+        return trace(kernel, grid, block, *args.values(), names=tuple(args))
 
 
 def launched(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = (), what: str = "커널"):
@@ -199,17 +211,13 @@ def launched(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = 
     Returns the outputs on the host."""
     dev_in = [a if is_device_array(a) else to_device(np.ascontiguousarray(a)) for a in inputs.values()]
     dev_out = [poisoned(shape, dtype) for shape, dtype in outputs.values()]
-    try:
+    with explained(what):
         if on_gpu():
             kernel[grid, block](*dev_in, *dev_out, *scalars)
             cuda.synchronize()
         else:
             with time_limit():
                 kernel[grid, block](*dev_in, *dev_out, *scalars)
-    except Mistake:
-        raise
-    except Exception as exc:
-        raise _explain_exception(exc, what) from None
     return {name: to_host(d) for name, d in zip(outputs, dev_out)}
 
 
@@ -230,13 +238,8 @@ def run(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = (), t
 
 def called(fn, *args, what: str = "함수", **kwargs):
     """Call a student's Python function; its exceptions become Mistakes."""
-    try:
-        with time_limit():
-            return fn(*args, **kwargs)
-    except Mistake:
-        raise
-    except Exception as exc:
-        raise _explain_exception(exc, what) from None
+    with explained(what), time_limit():
+        return fn(*args, **kwargs)
 
 
 # -- comparing values
@@ -253,7 +256,9 @@ def compare(got, ref, name: str, seed: int, rtol: float | None = None, scale: fl
     reference has them, and the rest within ``rtol`` (see ``check.validate``).
 
     ``known`` maps a mistake's kind to (the output that mistake produces, its explanation): when
-    ``got`` matches one of them, that mistake is named instead of a bare "wrong value"; ``kind``
+    ``got`` matches one of them, that mistake is named instead of a bare "wrong value". Either
+    may be a function returning it, called only when ``got`` is wrong (a candidate that costs a
+    whole reference computation); a candidate of None cannot happen on this input. ``kind``
     names a wrong value that matches none of them (a stage of a check: "stride", "padding"), and
     ``nonfinite`` = (kind, explanation) a NaN or infinity where the reference is finite.
     """
@@ -274,6 +279,7 @@ def compare(got, ref, name: str, seed: int, rtol: float | None = None, scale: fl
     except ValidationError:
         pass
     for mistake, (wrong, explanation) in (known or {}).items():
+        wrong = wrong() if callable(wrong) else wrong
         if wrong is None:  # that mistake cannot happen on this input
             continue
         wrong = np.asarray(wrong, np.float64)
@@ -282,7 +288,7 @@ def compare(got, ref, name: str, seed: int, rtol: float | None = None, scale: fl
                 validate(got, wrong, rtol=max(rtol or 1e-5, 1e-4), scale=scale, name=name)
             except ValidationError:
                 continue
-            raise Mistake(mistake, f"{name}: {explanation}{where(seed)}")
+            raise Mistake(mistake, f"{name}: {explanation() if callable(explanation) else explanation}{where(seed)}")
     got64 = got.astype(np.float64)
     bad_finite = np.isfinite(ref) & ~np.isfinite(got64)
     if bad_finite.any():

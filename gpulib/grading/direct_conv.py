@@ -15,7 +15,7 @@ import numpy as np
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.conv.shapes import conv_output_size
+from gpulib.conv.shapes import output_shape
 from gpulib.env import sized
 from gpulib.grading import core
 
@@ -31,8 +31,7 @@ KB = 4            # output channels per block in the last exercise
 
 def run_direct(kernel, X, W, padding, stride, trace=False):
     """Version 1: one thread per Y[n, k, y, x]; blockIdx.z = n·K + k."""
-    N, K = X.shape[0], W.shape[0]
-    Ho, Wo = conv_output_size(X.shape[2], W.shape[2], padding, stride), conv_output_size(X.shape[3], W.shape[3], padding, stride)
+    N, K, Ho, Wo = output_shape(X.shape, W.shape, padding, stride)
     grid = (blocks(Wo, BLOCK[0]), blocks(Ho, BLOCK[1]), N * K)
     return core.run(kernel, grid, BLOCK, {"X": X, "W": W}, {"Y": (N, K, Ho, Wo)}, (padding, stride), trace, "conv_direct_kernel")
 
@@ -62,18 +61,18 @@ def _conv_values(Y, X, W, padding, stride, seed, nonfinite=None):
     scale = float(reference.conv2d_magnitude(X, W, None, padding, stride).max())
     Ho, Wo = ref.shape[2:]
     known = {
-        "flipped_filter": (reference.conv2d(X, W[:, :, ::-1, ::-1], None, padding, stride),
+        "flipped_filter": (lambda: reference.conv2d(X, W[:, :, ::-1, ::-1], None, padding, stride),
                            "필터를 뒤집어 곱했다 (W[k, c, R-1-r, S-1-s]): 딥러닝의 '합성곱'은 뒤집지 않는 상관(correlation)이다."),
     }
     if stride > 1:
-        known["no_stride"] = (reference.conv2d(X, W, None, padding, 1)[:, :, :Ho, :Wo],
+        known["no_stride"] = (lambda: reference.conv2d(X, W, None, padding, 1)[:, :, :Ho, :Wo],
                               "입력 위치를 y·stride + r이 아니라 y + r로 잡았다: 스트라이드를 곱하지 않았다.")
     core.compare(Y, ref, "Y", seed, scale=scale, known=known, nonfinite=nonfinite)
 
 
 def check_direct(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """Version 1 with padding and stride on non-square images, N ≠ K."""
-    seed = core.new_seed(seed if hidden else 7 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 7)
     rng = np.random.default_rng(seed)
     cases = [((1, 2, 7, 19), (3, 2, 3, 2), 1, 2, True), ((2, 3, 9, 13), (5, 3, 3, 3), 1, 1, False),
              ((2, 2, 11, 17), (3, 2, 2, 3), 0, 2, False)]
@@ -128,11 +127,11 @@ def _check_tiled(kernel, runner, name, hidden, seed, channels):
 
 def check_tiled(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """The tiled convolution: values, no race, no divergent barrier, X read once per block."""
-    seed = core.new_seed(seed if hidden else 8 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 8)
     _check_tiled(kernel, run_tiled, "conv_tiled_kernel", hidden, seed, channels=False)
 
 
 def check_tiled_channels(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """KB output channels per block: X and W each read at most once per block."""
-    seed = core.new_seed(seed if hidden else 9 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 9)
     _check_tiled(kernel, run_tiled_channels, "conv_tiled_channels_kernel", hidden, seed, channels=True)

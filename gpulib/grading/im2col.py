@@ -10,7 +10,7 @@ import numpy as np
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.conv.shapes import conv_output_size
+from gpulib.conv.shapes import conv_output_size, output_shape
 from gpulib.env import sized
 from gpulib.gemm import colmajor
 from gpulib.grading import core
@@ -53,7 +53,7 @@ def implicit_gemm_grid(K: int, columns: int):
 
 def check_im2col(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """X_col with padding, stride and a batch; neighbouring threads write neighbouring columns."""
-    seed = core.new_seed(seed if hidden else 10 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 10)
     rng = np.random.default_rng(seed)
     cases = [((2, 2, 5, 7), 3, 2, 1, 1), ((3, 2, 9, 11), 3, 3, 1, 2)]
     if hidden:
@@ -67,10 +67,9 @@ def check_im2col(kernel, hidden: bool = False, seed: int | None = None) -> None:
             core.coalesced_writes(t, "X_col", "im2col_kernel")
         else:
             out = run_im2col(kernel, X, R, S, padding, stride)
-        ref = reference.im2col(X, R, S, padding, stride)
-        first_image = reference.im2col(np.repeat(X[:1], shape[0], axis=0), R, S, padding, stride)
-        core.compare(out["X_col"], ref, "X_col", seed, rtol=1e-7, scale=1.0, known={
-            "batch": (first_image, "모든 열이 첫 이미지(n = 0)에서 왔다: 열 번호 j = (n·H' + y)·W' + x에서 n을 풀지 않았다."),
+        core.compare(out["X_col"], reference.im2col(X, R, S, padding, stride), "X_col", seed, rtol=1e-7, scale=1.0, known={
+            "batch": (lambda: reference.im2col(np.repeat(X[:1], shape[0], axis=0), R, S, padding, stride),
+                      "모든 열이 첫 이미지(n = 0)에서 왔다: 열 번호 j = (n·H' + y)·W' + x에서 n을 풀지 않았다."),
         }, hint="패딩 칸(이미지 밖)은 0이다.")
     core.passed("im2col_kernel", seed)
 
@@ -89,7 +88,7 @@ def padded(rng, rows, cols, extra):
 
 def check_gemm_call(gemm_rowmajor, hidden: bool = False, seed: int | None = None) -> None:
     """Y_mat = W_mat · X_col (row-major, padded leading dimensions) by one column-major sgemm."""
-    seed = core.new_seed(seed if hidden else 11 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 11)
     rng = np.random.default_rng(seed)
     shapes = [(3, 5, 7, 2, 3, 1)] if not hidden else [
         (core.odd_size(rng, 2, 7), core.odd_size(rng, 11, 17), core.odd_size(rng, 19, 29), 1, 2, 3), (1, 1, 1, 1, 1, 1)]
@@ -111,9 +110,9 @@ def check_gemm_call(gemm_rowmajor, hidden: bool = False, seed: int | None = None
         if not np.all(Y[:, NP:] == 7.0):
             raise Mistake("leading_dimension", f"Y의 패딩 칸(각 행의 {NP}번째 열 뒤)을 덮어썼다{core.where(seed)}: ldc가 "
                                                f"행 우선 Y의 행 길이 {ld_y}가 아니다.")
-        swapped = _sgemm_result(("N", "N", K, NP, CRS, 1.0, W_buf, ld_w, X_buf, ld_x, 0.0), K, NP, ld_y)
         core.compare(Y[:, :NP], W @ X, "Y_mat", seed, scale=float((np.abs(W) @ np.abs(X)).max()), known={
-            "operand_order": (swapped, "행 우선의 식 Y = W·X를 그대로 넘겼다 (첫 피연산자 W, m = K). cuBLAS는 버퍼를 열 우선으로 "
+            "operand_order": (lambda: _sgemm_result(("N", "N", K, NP, CRS, 1.0, W_buf, ld_w, X_buf, ld_x, 0.0), K, NP, ld_y),
+                              "행 우선의 식 Y = W·X를 그대로 넘겼다 (첫 피연산자 W, m = K). cuBLAS는 버퍼를 열 우선으로 "
                                        "읽으므로 그 호출은 다른 곱을 계산한다."),
             "beta": (W @ X + 7.0, "Y_buf에 원래 있던 값이 더해졌다: beta = 0이어야 한다 (C ← α·A·B + β·C)."),
         }, hint="열 우선으로 보면 Y_matᵀ = X_colᵀ · W_matᵀ다: 첫 피연산자가 X_col, m = N·H'·W', n = K, k = C·R·S.",
@@ -138,7 +137,7 @@ def _sgemm_result(args, K, NP, ld_y):
 def check_col2im(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """col2im as a gather: the adjoint of im2col (⟨im2col x, y⟩ = ⟨x, col2im y⟩), each dX element
     written once by one thread, no atomics."""
-    seed = core.new_seed(seed if hidden else 12 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 12)
     rng = np.random.default_rng(seed)
     cases = [((2, 2, 5, 7), 3, 2, 1, 2), ((1, 3, 8, 9), 3, 3, 1, 1)]
     if hidden:
@@ -177,8 +176,7 @@ def check_col2im(kernel, hidden: bool = False, seed: int | None = None) -> None:
 
 def run_implicit_gemm(kernel, X, W, padding, stride, trace=False):
     """The kernel alone (as conv2d_implicit launches it): one thread per Y_mat[k, j]."""
-    N, K = X.shape[0], W.shape[0]
-    Ho, Wo = _out_size(X.shape, W.shape[2], W.shape[3], padding, stride)
+    N, K, Ho, Wo = output_shape(X.shape, W.shape, padding, stride)
     grid, block = implicit_gemm_grid(K, N * Ho * Wo)
     return core.run(kernel, grid, block, {"X": X, "W": W}, {"Y": (N, K, Ho, Wo)}, (padding, stride), trace,
                     "implicit_gemm_kernel")
@@ -187,7 +185,7 @@ def run_implicit_gemm(kernel, X, W, padding, stride, trace=False):
 def check_implicit_gemm(kernel, conv2d_implicit, hidden: bool = False, seed: int | None = None) -> None:
     """The convolution as Y_mat = W_mat · X_col with X_col never in memory: the kernel traced on
     a small layer, then conv2d_implicit with no allocation as large as half of X_col."""
-    seed = core.new_seed(seed if hidden else 13 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 13)
     rng = np.random.default_rng(seed)
     X, W = core.values(rng, (2, 2, 5, 7)), core.values(rng, (3, 2, 3, 2))
     t, out = run_implicit_gemm(kernel, X, W, 1, 2, trace=True)
@@ -202,7 +200,7 @@ def check_implicit_gemm(kernel, conv2d_implicit, hidden: bool = False, seed: int
                  (sized((8, 64, 57, 61), (2, 8, 9, 11)), (sized(64, 3), sized(64, 8), 3, 3), 1, 1)]
     for shape, w_shape, padding, stride in cases:
         X, W = core.values(rng, shape), core.values(rng, w_shape)
-        Ho, Wo = _out_size(shape, w_shape[2], w_shape[3], padding, stride)
+        Ho, Wo = output_shape(shape, w_shape, padding, stride)[2:]
         x_col_bytes = 4 * shape[1] * w_shape[2] * w_shape[3] * shape[0] * Ho * Wo
         with core.allocations() as seen:
             Y = core.called(conv2d_implicit, X, W, padding, stride, what="conv2d_implicit")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulib import reference
 from gpulib.arrays import blocks
 from gpulib.env import sized
 from gpulib.grading import core
@@ -51,23 +52,6 @@ def run_softmax_xent(kernel, Z, labels, trace=False):
                 {"P": (N, C), "loss": (N,)}, (), trace, "softmax_xent_kernel")
 
 
-# -- references
-
-
-def dense_forward_reference(X, W, b):
-    Z = X.astype(np.float64) @ W.astype(np.float64).T + b
-    return np.maximum(Z, 0.0), Z
-
-
-def softmax_xent_reference(Z, labels):
-    Z = Z.astype(np.float64)
-    shifted = Z - Z.max(axis=1, keepdims=True)
-    log_sum = np.log(np.exp(shifted).sum(axis=1))
-    P = np.exp(shifted - log_sum[:, None])
-    loss = log_sum - shifted[np.arange(len(Z)), labels]
-    return P, loss
-
-
 # -- checks
 
 
@@ -82,7 +66,7 @@ def _shapes(hidden, rng, visible, big):
 
 def check_dense_forward(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """Y = relu(X·Wᵀ + b) on shapes not a multiple of the 16×16 block, N ≠ n_out."""
-    seed = core.new_seed(seed if hidden else 1 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 1)
     rng = np.random.default_rng(seed)
     # traced: every thread's accesses; 21 rows and 5 columns leave idle threads in both axes
     N, n_in, n_out = (core.odd_size(rng, 17, 23, 16), core.odd_size(rng, 3, 7), core.odd_size(rng, 2, 7)) if hidden else (21, 6, 5)
@@ -97,20 +81,19 @@ def check_dense_forward(kernel, hidden: bool = False, seed: int | None = None) -
 
 
 def _forward_values(Y, X, W, b, seed):
-    ref, Z = dense_forward_reference(X, W, b)
-    scale = float((np.abs(X.astype(np.float64)) @ np.abs(W.astype(np.float64)).T + np.abs(b)).max())
-    core.compare(Y, ref, "Y", seed, scale=scale, known={
+    Z = reference.dense_forward(X, W, b, "identity")
+    core.compare(Y, reference.activate(Z, "relu"), "Y", seed, scale=float(reference.dense_magnitude(X, W, b).max()), known={
         "no_activation": (Z, "ReLU를 적용하지 않았다 (Z = X·Wᵀ + b 그대로다)."),
-        "no_bias": (np.maximum(Z - b, 0.0), "편향 b를 더하지 않았다."),
-        "transposed_weights": (np.maximum(X.astype(np.float64) @ W.astype(np.float64).reshape(W.shape[1], W.shape[0]) + b, 0.0)
-                               if W.shape[0] == W.shape[1] else np.full(Y.shape, np.nan),
+        "no_bias": (lambda: reference.dense_forward(X, W, np.zeros_like(b), "relu"), "편향 b를 더하지 않았다."),
+        # W read as W[i, j] only stays in bounds when W is square: then it is Wᵀ
+        "transposed_weights": (lambda: reference.dense_forward(X, W.T, b, "relu") if W.shape[0] == W.shape[1] else None,
                                "W[i, j]로 읽었다. W는 [n_out, n_in]이므로 W[j, i]다."),
     })
 
 
 def check_dense_backward(input_grad_kernel, weight_grad_kernel, hidden: bool = False, seed: int | None = None) -> None:
     """dX = dZ·W, dW = dZᵀ·X, db = Σₙ dZ on non-square layers (a transposed index cannot pass)."""
-    seed = core.new_seed(seed if hidden else 2 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 2)
     rng = np.random.default_rng(seed)
     N, n_in, n_out = (core.odd_size(rng, 17, 23, 16), core.odd_size(rng, 3, 7), core.odd_size(rng, 17, 19, 16)) if hidden else (19, 5, 17)
     dZ, W, X = core.values(rng, (N, n_out)), core.values(rng, (n_out, n_in)), core.values(rng, (N, n_in))
@@ -129,40 +112,36 @@ def _backward_values(out, dZ, W, X, seed):
     dZ64, W64, X64 = (a.astype(np.float64) for a in (dZ, W, X))
     refs = {"dX": dZ64 @ W64, "dW": dZ64.T @ X64, "db": dZ64.sum(axis=0)}
     scales = {"dX": np.abs(dZ64) @ np.abs(W64), "dW": np.abs(dZ64).T @ np.abs(X64), "db": np.abs(dZ64).sum(axis=0)}
-    fd = _finite_difference(dZ64, W64, X64)
     for name, got in out.items():
         ref = refs[name]
         core.compare(got, ref, name, seed, scale=float(scales[name].max()), known={
-            "sign": (-ref, f"부호가 반대다. 손실 L = Σ dZ ⊙ Z 를 유한 차분으로 재면 {fd[name]}; 기울기는 "
-                           f"L이 커지는 방향이어야 한다 (학습은 그 반대로 간다)."),
+            "sign": (-ref, lambda name=name: f"부호가 반대다. 손실 L = Σ dZ ⊙ Z 를 유한 차분으로 재면 "
+                                             f"{_finite_difference(dZ64, W64, X64, name)}; 기울기는 "
+                                             f"L이 커지는 방향이어야 한다 (학습은 그 반대로 간다)."),
             "no_batch_sum": ({"dX": dZ64 @ W64, "dW": np.outer(dZ64[0], X64[0]), "db": dZ64[0]}[name],
                              "배치의 첫 샘플(n = 0)만 썼다. dW와 db는 배치 전체에 대한 합이다."),
         })
 
 
-def _finite_difference(dZ, W, X):
-    """Directional derivatives of L = Σ dZ ⊙ (X·Wᵀ + b) by central differences (a sentence each)."""
-    rng = np.random.default_rng(0)
+def _finite_difference(dZ, W, X, name):
+    """The directional derivative of L = Σ dZ ⊙ (X·Wᵀ + b) along a random V in ``name`` ("dW",
+    "dX" or "db"), by central differences, as a sentence."""
+    args = [W, X, np.zeros(W.shape[0])]
+    k = ("dW", "dX", "db").index(name)
+    V = np.random.default_rng(0).standard_normal(args[k].shape)
+    h = 1e-3
 
-    def loss(W_, X_, b_):
+    def loss(shift):
+        W_, X_, b_ = (a + shift * V if i == k else a for i, a in enumerate(args))
         return float((dZ * (X_ @ W_.T + b_)).sum())
 
-    b = np.zeros(W.shape[0])
-    h = 1e-3
-    out = {}
-    for name, (args, k) in {"dW": ((W, X, b), 0), "dX": ((W, X, b), 1), "db": ((W, X, b), 2)}.items():
-        V = rng.standard_normal(args[k].shape)
-        plus = list(args)
-        minus = list(args)
-        plus[k], minus[k] = args[k] + h * V, args[k] - h * V
-        fd = (loss(*plus) - loss(*minus)) / (2 * h)
-        out[name] = f"방향 V로의 미분이 {fd:+.4g}인데, 이 기울기와 V의 내적은 그 반대 부호다"
-    return out
+    fd = (loss(h) - loss(-h)) / (2 * h)
+    return f"방향 V로의 미분이 {fd:+.4g}인데, 이 기울기와 V의 내적은 그 반대 부호다"
 
 
 def check_softmax_xent(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """Softmax and cross-entropy stay finite and exact at logits of ±1000."""
-    seed = core.new_seed(seed if hidden else 3 if seed is None else seed)
+    seed = core.check_seed(hidden, seed, 3)
     rng = np.random.default_rng(seed)
     N, C = (core.odd_size(rng, 33, 41, 32), core.odd_size(rng, 2, 13)) if hidden else (37, 10)
     cases = [(N, C, 5.0), (N, C, 1000.0)]
@@ -185,7 +164,7 @@ def _logits(rng, N, C, spread):
 
 
 def _softmax_values(out, Z, labels, seed):
-    P, loss = softmax_xent_reference(Z, labels)
+    loss, P = reference.softmax_cross_entropy(Z, labels)
     spread = float(np.abs(Z).max())
     large = spread >= 100  # exp overflows here unless the row maximum is subtracted
     shift = ("exp(z)를 계산하기 전에 행의 최댓값을 빼라: softmax(z) = softmax(z - max z)이고, 그러면 지수는 0 이하라 "
