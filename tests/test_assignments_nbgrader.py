@@ -35,7 +35,7 @@ def course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "assignments" / "nbgrader_config.py", course)
     shutil.copytree(SOURCE, course / "source")
-    env = dict(os.environ, GPULIB_BACKEND="sim", GPULIB_GRADING_TIMEOUT="3", NBGRADER_CELL_TIMEOUT="8",
+    env = dict(os.environ, GPULIB_BACKEND="sim", GPULIB_GRADING_TIMEOUT="3", NBGRADER_CELL_TIMEOUT="10",
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs alembic
     _nbgrader(course, "generate_assignment", "*", "--force", env=env)  # every assignment, one process
     return course, env
