@@ -138,6 +138,9 @@ def outputs(out, names: tuple[str, ...]) -> tuple:
     return tuple(out)
 
 
+MAX_GRID_Z = 65535  # CUDA's limit on gridDim.y and gridDim.z (gridDim.x may reach 2³¹ - 1)
+
+
 def blocks(n: int, threads: int) -> int:
     """Number of blocks of ``threads`` threads that cover ``n`` items (rounded up)."""
     return (n + threads - 1) // threads

@@ -70,8 +70,9 @@ def test_im2col_and_col2im_match_the_reference(case):
     X, W, _ = make(case)
     R, S, p, s = case["R"], case["S"], case["padding"], case["stride"]
     want = ref.im2col(X, R, S, p, s)
-    got = I.im2col(X, R, S, p, s, out=gpulib.poisoned(want.shape))
-    gpulib.validate(got, want, name="X_col")
+    for version in I.IM2COL_VERSIONS:  # sizes at run time (v1) and compiled in (v2)
+        got = I.im2col(X, R, S, p, s, out=gpulib.poisoned(want.shape), version=version)
+        gpulib.validate(got, want, name=f"X_col ({version})")
     dX_col = np.random.default_rng(case["seed"]).standard_normal(want.shape).astype(np.float32)
     dX = I.col2im(dX_col, X.shape, R, S, p, s, out=gpulib.poisoned(X.shape))
     gpulib.validate(dX, ref.col2im(dX_col, X.shape, R, S, p, s), name="dX",

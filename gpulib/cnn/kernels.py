@@ -22,21 +22,22 @@ def conv2d_input_grad_kernel(dY, W, dX, padding, stride):
     ix = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     iy = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     C = dX.shape[1]
-    n = cuda.blockIdx.z // C
-    c = cuda.blockIdx.z % C
-    Ho, Wo = dY.shape[2], dY.shape[3]
-    if iy < dX.shape[2] and ix < dX.shape[3]:
-        acc = float32(0.0)
-        for k in range(W.shape[0]):
-            for r in range(W.shape[2]):
-                ty = iy + padding - r
-                if ty >= 0 and ty % stride == 0 and ty // stride < Ho:
-                    y = ty // stride
-                    for s in range(W.shape[3]):
-                        tx = ix + padding - s
-                        if tx >= 0 and tx % stride == 0 and tx // stride < Wo:
-                            acc += W[k, c, r, s] * dY[n, k, y, tx // stride]
-        dX[n, c, iy, ix] = acc
+    for plane in range(cuda.blockIdx.z, dX.shape[0] * C, cuda.gridDim.z):  # (image, channel) planes
+        n = plane // C
+        c = plane % C
+        Ho, Wo = dY.shape[2], dY.shape[3]
+        if iy < dX.shape[2] and ix < dX.shape[3]:
+            acc = float32(0.0)
+            for k in range(W.shape[0]):
+                for r in range(W.shape[2]):
+                    ty = iy + padding - r
+                    if ty >= 0 and ty % stride == 0 and ty // stride < Ho:
+                        y = ty // stride
+                        for s in range(W.shape[3]):
+                            tx = ix + padding - s
+                            if tx >= 0 and tx % stride == 0 and tx // stride < Wo:
+                                acc += W[k, c, r, s] * dY[n, k, y, tx // stride]
+            dX[n, c, iy, ix] = acc
 
 
 @cuda.jit
@@ -100,19 +101,20 @@ def max_pool_kernel(X, size, Y, argmax):
     x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     C = Y.shape[1]
-    n = cuda.blockIdx.z // C
-    c = cuda.blockIdx.z % C
-    if y < Y.shape[2] and x < Y.shape[3]:
-        best = -math.inf
-        where = 0
-        for i in range(size):
-            for j in range(size):
-                v = X[n, c, y * size + i, x * size + j]
-                if v > best or (math.isnan(v) and not math.isnan(best)):
-                    best = v
-                    where = i * size + j
-        Y[n, c, y, x] = best
-        argmax[n, c, y, x] = where
+    for plane in range(cuda.blockIdx.z, Y.shape[0] * C, cuda.gridDim.z):  # (image, channel) planes
+        n = plane // C
+        c = plane % C
+        if y < Y.shape[2] and x < Y.shape[3]:
+            best = -math.inf
+            where = 0
+            for i in range(size):
+                for j in range(size):
+                    v = X[n, c, y * size + i, x * size + j]
+                    if v > best or (math.isnan(v) and not math.isnan(best)):
+                        best = v
+                        where = i * size + j
+            Y[n, c, y, x] = best
+            argmax[n, c, y, x] = where
 
 
 @cuda.jit
@@ -121,14 +123,15 @@ def avg_pool_kernel(X, size, Y):
     x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     C = Y.shape[1]
-    n = cuda.blockIdx.z // C
-    c = cuda.blockIdx.z % C
-    if y < Y.shape[2] and x < Y.shape[3]:
-        acc = float32(0.0)
-        for i in range(size):
-            for j in range(size):
-                acc += X[n, c, y * size + i, x * size + j]
-        Y[n, c, y, x] = acc / float32(size * size)
+    for plane in range(cuda.blockIdx.z, Y.shape[0] * C, cuda.gridDim.z):  # (image, channel) planes
+        n = plane // C
+        c = plane % C
+        if y < Y.shape[2] and x < Y.shape[3]:
+            acc = float32(0.0)
+            for i in range(size):
+                for j in range(size):
+                    acc += X[n, c, y * size + i, x * size + j]
+            Y[n, c, y, x] = acc / float32(size * size)
 
 
 @cuda.jit
@@ -137,15 +140,16 @@ def max_pool_backward_kernel(dY, argmax, size, dX):
     ix = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     iy = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     C = dX.shape[1]
-    n = cuda.blockIdx.z // C
-    c = cuda.blockIdx.z % C
-    if iy < dX.shape[2] and ix < dX.shape[3]:
-        y, x = iy // size, ix // size
-        g = float32(0.0)
-        if y < dY.shape[2] and x < dY.shape[3]:  # rows/columns past the last window get nothing
-            if argmax[n, c, y, x] == (iy % size) * size + ix % size:
-                g = dY[n, c, y, x]
-        dX[n, c, iy, ix] = g
+    for plane in range(cuda.blockIdx.z, dX.shape[0] * C, cuda.gridDim.z):  # (image, channel) planes
+        n = plane // C
+        c = plane % C
+        if iy < dX.shape[2] and ix < dX.shape[3]:
+            y, x = iy // size, ix // size
+            g = float32(0.0)
+            if y < dY.shape[2] and x < dY.shape[3]:  # rows/columns past the last window get nothing
+                if argmax[n, c, y, x] == (iy % size) * size + ix % size:
+                    g = dY[n, c, y, x]
+            dX[n, c, iy, ix] = g
 
 
 @cuda.jit
@@ -154,11 +158,12 @@ def avg_pool_backward_kernel(dY, size, dX):
     ix = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     iy = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     C = dX.shape[1]
-    n = cuda.blockIdx.z // C
-    c = cuda.blockIdx.z % C
-    if iy < dX.shape[2] and ix < dX.shape[3]:
-        y, x = iy // size, ix // size
-        g = float32(0.0)
-        if y < dY.shape[2] and x < dY.shape[3]:
-            g = dY[n, c, y, x] / float32(size * size)
-        dX[n, c, iy, ix] = g
+    for plane in range(cuda.blockIdx.z, dX.shape[0] * C, cuda.gridDim.z):  # (image, channel) planes
+        n = plane // C
+        c = plane % C
+        if iy < dX.shape[2] and ix < dX.shape[3]:
+            y, x = iy // size, ix // size
+            g = float32(0.0)
+            if y < dY.shape[2] and x < dY.shape[3]:
+                g = dY[n, c, y, x] / float32(size * size)
+            dX[n, c, iy, ix] = g

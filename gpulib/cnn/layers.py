@@ -9,19 +9,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import block_edge, blocks, output, outputs, require, require_int, to_device, to_host
+from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, outputs, require, require_int, to_device, to_host
 from gpulib.cnn import kernels
 from gpulib.conv import algorithms
 from gpulib.conv.shapes import check_conv_inputs
+from gpulib.env import sized
+from gpulib.summary import reductions as trees
 
 BLOCK_1D = 128
 TILE = 16
 
 
 def _grid_nchw(N, C, H, W):
-    """A 2-D block over (x, y) of one image plane; blockIdx.z walks the N·C planes."""
+    """A 2-D block over (x, y) of one image plane; blockIdx.z walks the N·C planes (a grid has at
+    most 65,535 blocks along z, so beyond that each block loops over every gridDim.z-th plane)."""
     bx, by = block_edge(W, TILE), block_edge(H, TILE)
-    return (blocks(W, bx), blocks(H, by), N * C), (bx, by)
+    return (blocks(W, bx), blocks(H, by), min(N * C, MAX_GRID_Z)), (bx, by)
 
 
 def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, algorithm: str = "direct"):
@@ -31,15 +34,31 @@ def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None,
     return algorithms.conv2d(X, W, b, padding, stride, algorithm=algorithm, out=out)
 
 
+REDUCTIONS = ("thread", "tree")
+
+
+def default_reduction() -> str:
+    """How dW and db are summed unless asked: a block-wide tree per sum on a GPU (16.6 found the
+    one-thread-per-sum kernels taking most of a training step), one thread per sum on the
+    simulator, where every barrier of the tree costs the Python threads a rendezvous."""
+    return sized(gpu="tree", sim="thread")
+
+
 def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: bool = True, out=None,
-                    algorithm: str = "direct"):
+                    algorithm: str = "direct", reduction: str | None = None):
     """(dX, dW, db) of Y = conv2d(X, W) + b given dY; dX is None when ``need_dX`` is False.
     ``out`` may hold (dX, dW, db) output arrays.
 
     An algorithm with a backward pass of its own ("gemm": dW and dX as GEMMs, dX folded back by
     col2im) uses it; the others take the direct one, one thread per element of dX and of dW
     (gpulib/cnn/kernels.py), as cuDNN's forward and backward algorithms are chosen apart.
+    ``reduction`` says how those direct kernels sum dW and db: "thread" (one thread per sum,
+    16.2) or "tree" (a block per sum, gpulib/summary/reductions.py); ``default_reduction()``
+    when None.
     """
+    reduction = reduction or default_reduction()
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"unknown reduction {reduction!r}; choose one of {REDUCTIONS}")
     N, Kc, Ho, Wo = check_conv_inputs(X, W, None, padding, stride)
     require(dY, "dY", 4, layout="[N, K, H', W']")
     if tuple(dY.shape) != (N, Kc, Ho, Wo):
@@ -56,8 +75,14 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
         if need_dX:
             grid, block = _grid_nchw(*X.shape)
             kernels.conv2d_input_grad_kernel[grid, block](dY, W, dX, padding, stride)
-        kernels.conv2d_weight_grad_kernel[blocks(W.size, BLOCK_1D), BLOCK_1D](X, dY, dW, padding, stride)
-    kernels.conv2d_bias_grad_kernel[blocks(Kc, BLOCK_1D), BLOCK_1D](dY, db)
+        if reduction == "tree":
+            trees.weight_grad_tree_kernel[W.size, trees.BLOCK](X, dY, dW, padding, stride)
+        else:
+            kernels.conv2d_weight_grad_kernel[blocks(W.size, BLOCK_1D), BLOCK_1D](X, dY, dW, padding, stride)
+    if reduction == "tree":
+        trees.bias_grad_tree_kernel[Kc, trees.BLOCK](dY, db)
+    else:
+        kernels.conv2d_bias_grad_kernel[blocks(Kc, BLOCK_1D), BLOCK_1D](dY, db)
     return dX, dW, db
 
 
@@ -128,14 +153,18 @@ def _check_pool_backward(input_shape, dY, size):
         raise ValueError(f"dY must have shape {(N, C, H // size, W // size)}, not {tuple(dY.shape)}")
 
 
-def max_pool2d_backward(dY, argmax, input_shape, size: int = 2, *, out=None):
-    """dX: each window's gradient goes to the element that was its maximum."""
+def max_pool2d_backward(dY, argmax, input_shape, size: int = 2, *, out=None, check_argmax: bool = True):
+    """dX: each window's gradient goes to the element that was its maximum.
+
+    ``check_argmax`` reads argmax back to the host to check that every position lies inside
+    its window; that copy waits for the GPU, so a caller passing max_pool2d's own argmax (the
+    16.6 model in its training loop) may switch it off."""
     _check_pool_backward(input_shape, dY, size)
     require(argmax, "argmax", 4, np.int32, "[N, C, H/size, W/size]")
     if tuple(argmax.shape) != tuple(dY.shape):
         raise ValueError(f"argmax must have dY's shape {tuple(dY.shape)}, not {tuple(argmax.shape)}")
-    where = to_host(argmax)  # a position outside the window would send the gradient nowhere
-    if where.min() < 0 or where.max() >= size * size:
+    where = to_host(argmax) if check_argmax else None  # a position outside the window would send the gradient nowhere
+    if where is not None and (where.min() < 0 or where.max() >= size * size):
         raise ValueError(f"argmax must hold positions inside a {size}x{size} window, 0..{size * size - 1}, "
                          f"found {where.min()}..{where.max()} (is it max_pool2d's argmax for this size?)")
     dX = output(out, tuple(input_shape), "out")

@@ -3,8 +3,8 @@
 ``ALGORITHMS[name]`` is an ``Algorithm``: its cuDNN name (CUDNN_CONVOLUTION_FWD_ALGO_<cudnn>),
 ``run(X, W, b=None, padding=0, stride=1, *, out=None)``, ``supports(W_shape, stride)`` (the
 reason it cannot run a layer, or ""), ``workspace`` (extra device bytes) and
-``multiplications`` for a layer, the precision it multiplies in, and its backward pass where
-it has one of its own. The auto-tuner, the CNN layer, the algorithm figure and the
+``multiplications`` for a layer, the precision it multiplies in, and its backward pass (with
+its extra bytes) where it has one of its own. The auto-tuner, the CNN layer, the algorithm figure and the
 benchmarks all read this table; adding an algorithm is adding one entry.
 
     direct                 16.3, the direct kernel (version 2 on a GPU, 1 on the simulator)
@@ -45,6 +45,9 @@ class Algorithm:
     multiplications: Callable  # multiplications(X_shape, W_shape, padding, stride) -> count
     precision: str = "fp32"  # what its multiplications take: "fp32", or "fp16" on the tensor cores
     backward: Callable | None = None  # (X, W, dY, padding, stride, *, need_dX, out) -> (dX, dW)
+    # its backward pass's extra device bytes: (X_shape, W_shape, padding, stride, need_dX) -> bytes
+    # (the direct backward kernels, used where ``backward`` is None, need none)
+    backward_workspace: Callable | None = None
 
 
 def _any_layer(W_shape, stride) -> str:
@@ -76,7 +79,8 @@ _TABLE = [
     Algorithm("direct", "direct", "DIRECT", direct.conv2d_direct, _any_layer, _no_workspace,
               direct_multiplications),
     Algorithm("gemm", "im2col + GEMM", "GEMM", im2col.conv2d_im2col, _any_layer, _x_col_bytes,
-              direct_multiplications, backward=im2col.conv2d_im2col_backward),
+              direct_multiplications, backward=im2col.conv2d_im2col_backward,
+              backward_workspace=im2col.backward_workspace_bytes),
     Algorithm("implicit_gemm", "implicit GEMM", "IMPLICIT_GEMM", implicit_gemm.conv2d_implicit_gemm, _any_layer,
               _no_workspace, direct_multiplications),
     Algorithm("implicit_precomp_gemm", "implicit precomp GEMM", "IMPLICIT_PRECOMP_GEMM",

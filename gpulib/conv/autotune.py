@@ -95,18 +95,27 @@ def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=
     return sorted(results, key=lambda r: (order[r.status], r.ms is None, r.ms or 0.0))
 
 
-_cache: dict = {}
+_cache: dict = {}  # layer shape -> the whole ranking; its first entry is the pick
+
+
+def _key(X_shape, W_shape, padding, stride):
+    return (tuple(X_shape), tuple(W_shape), padding, stride, BACKEND)
 
 
 def choose(X, W, b=None, padding: int = 0, stride: int = 1, timer=None) -> Result:
     """The fastest correct algorithm for this layer shape, found once and then cached."""
-    key = (tuple(X.shape), tuple(W.shape), padding, stride, BACKEND)
+    key = _key(X.shape, W.shape, padding, stride)
     if key not in _cache:
         ranking = find_algorithms(X, W, b, padding, stride, timer=timer)
         if ranking[0].status != "ok":
             raise RuntimeError("no algorithm passed its check for this layer")
-        _cache[key] = ranking[0]
-    return _cache[key]
+        _cache[key] = ranking
+    return _cache[key][0]
+
+
+def cached_ranking(X_shape, W_shape, padding: int = 0, stride: int = 1) -> list[Result] | None:
+    """The ranking ``choose`` found for this layer shape, or None if it has not tuned it yet."""
+    return _cache.get(_key(X_shape, W_shape, padding, stride))
 
 
 def table(results: list[Result]) -> str:

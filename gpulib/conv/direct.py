@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from numba import cuda, float32
 
-from gpulib.arrays import block_edge, blocks, output, to_device
+from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, to_device
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import sized
 
@@ -42,20 +42,21 @@ def conv2d_v1_kernel(X, W, b, Y, padding, stride):
     x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     K = Y.shape[1]
-    n = cuda.blockIdx.z // K
-    k = cuda.blockIdx.z % K
     H, Wd = X.shape[2], X.shape[3]
-    if x < Y.shape[3] and y < Y.shape[2]:
-        acc = b[k]
-        for c in range(X.shape[1]):
-            for r in range(W.shape[2]):
-                iy = y * stride + r - padding
-                if 0 <= iy < H:
-                    for s in range(W.shape[3]):
-                        ix = x * stride + s - padding
-                        if 0 <= ix < Wd:  # outside the image is the zero padding
-                            acc += W[k, c, r, s] * X[n, c, iy, ix]
-        Y[n, k, y, x] = acc
+    for plane in range(cuda.blockIdx.z, Y.shape[0] * K, cuda.gridDim.z):  # (image, channel) planes
+        n = plane // K
+        k = plane % K
+        if x < Y.shape[3] and y < Y.shape[2]:
+            acc = b[k]
+            for c in range(X.shape[1]):
+                for r in range(W.shape[2]):
+                    iy = y * stride + r - padding
+                    if 0 <= iy < H:
+                        for s in range(W.shape[3]):
+                            ix = x * stride + s - padding
+                            if 0 <= ix < Wd:  # outside the image is the zero padding
+                                acc += W[k, c, r, s] * X[n, c, iy, ix]
+            Y[n, k, y, x] = acc
 
 
 # ------------------------------------------------------------------ version 2
@@ -78,43 +79,44 @@ def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int, TILE: int = TILE,
         tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
         K = Y.shape[1]
         groups = (K + KB - 1) // KB
-        n = cuda.blockIdx.z // groups
-        k0 = (cuda.blockIdx.z % groups) * KB
-        y = cuda.blockIdx.y * TILE + ty
-        x = cuda.blockIdx.x * TILE + tx
-        row0 = cuda.blockIdx.y * TILE * stride - padding  # input row of tile[0, :]
-        col0 = cuda.blockIdx.x * TILE * stride - padding
-        H, Wd = X.shape[2], X.shape[3]
-        for kk in range(KB):
-            acc[kk] = float32(0.0)
-        flat = ty * TILE + tx
-        for c in range(X.shape[1]):
-            # the whole block loads the input tile (zeros where it hangs over the edge) ...
-            for i in range(ty, IN_H, TILE):
-                for j in range(tx, IN_W, TILE):
-                    iy = row0 + i
-                    ix = col0 + j
-                    inside = 0 <= iy < H and 0 <= ix < Wd
-                    tile[i, j] = X[n, c, iy, ix] if inside else float32(0.0)
-            # ... and the KB filters of this channel, spread over the block's threads
-            for e in range(flat, KB * R * S, TILE * TILE):
-                kk = e // (R * S)
-                r = (e // S) % R
-                s = e % S
-                filt[kk, r, s] = W[k0 + kk, c, r, s] if k0 + kk < K else float32(0.0)
-            if LOAD_BARRIER:
-                cuda.syncthreads()  # all loads done before anyone reads the tile
-            for r in range(R):
-                for s in range(S):
-                    v = tile[ty * stride + r, tx * stride + s]  # one shared read, KB uses
-                    for kk in range(KB):
-                        acc[kk] += filt[kk, r, s] * v
-            if REUSE_BARRIER:
-                cuda.syncthreads()  # all reads done before the next channel overwrites the tile
-        if y < Y.shape[2] and x < Y.shape[3]:
+        for plane in range(cuda.blockIdx.z, Y.shape[0] * groups, cuda.gridDim.z):  # the whole block alike
+            n = plane // groups
+            k0 = (plane % groups) * KB
+            y = cuda.blockIdx.y * TILE + ty
+            x = cuda.blockIdx.x * TILE + tx
+            row0 = cuda.blockIdx.y * TILE * stride - padding  # input row of tile[0, :]
+            col0 = cuda.blockIdx.x * TILE * stride - padding
+            H, Wd = X.shape[2], X.shape[3]
             for kk in range(KB):
-                if k0 + kk < K:
-                    Y[n, k0 + kk, y, x] = acc[kk] + b[k0 + kk]
+                acc[kk] = float32(0.0)
+            flat = ty * TILE + tx
+            for c in range(X.shape[1]):
+                # the whole block loads the input tile (zeros where it hangs over the edge) ...
+                for i in range(ty, IN_H, TILE):
+                    for j in range(tx, IN_W, TILE):
+                        iy = row0 + i
+                        ix = col0 + j
+                        inside = 0 <= iy < H and 0 <= ix < Wd
+                        tile[i, j] = X[n, c, iy, ix] if inside else float32(0.0)
+                # ... and the KB filters of this channel, spread over the block's threads
+                for e in range(flat, KB * R * S, TILE * TILE):
+                    kk = e // (R * S)
+                    r = (e // S) % R
+                    s = e % S
+                    filt[kk, r, s] = W[k0 + kk, c, r, s] if k0 + kk < K else float32(0.0)
+                if LOAD_BARRIER:
+                    cuda.syncthreads()  # all loads done before anyone reads the tile
+                for r in range(R):
+                    for s in range(S):
+                        v = tile[ty * stride + r, tx * stride + s]  # one shared read, KB uses
+                        for kk in range(KB):
+                            acc[kk] += filt[kk, r, s] * v
+                if REUSE_BARRIER:
+                    cuda.syncthreads()  # all reads done before the next channel overwrites the tile
+            if y < Y.shape[2] and x < Y.shape[3]:
+                for kk in range(KB):
+                    if k0 + kk < K:
+                        Y[n, k0 + kk, y, x] = acc[kk] + b[k0 + kk]
 
     return conv2d_v2
 
@@ -145,10 +147,10 @@ def conv2d_direct(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, 
     X, W, b = to_device(X), to_device(W), bias_or_zeros(b, K)
     if version == "v1":
         bx, by = block_edge(Wo, TILE), block_edge(Ho, TILE)  # no idle threads on small images
-        conv2d_v1_kernel[(blocks(Wo, bx), blocks(Ho, by), N * K), (bx, by)](X, W, b, Y, padding, stride)
+        conv2d_v1_kernel[(blocks(Wo, bx), blocks(Ho, by), min(N * K, MAX_GRID_Z)), (bx, by)](X, W, b, Y, padding, stride)
     else:
         channels_per_block = min(int(channels_per_block), K)  # a group larger than K only idles
         groups = blocks(K, channels_per_block)
         kernel = conv2d_v2_kernel(R, S, stride, channels_per_block, int(tile))
-        kernel[(blocks(Wo, tile), blocks(Ho, tile), N * groups), (tile, tile)](X, W, b, Y, padding)
+        kernel[(blocks(Wo, tile), blocks(Ho, tile), min(N * groups, MAX_GRID_Z)), (tile, tile)](X, W, b, Y, padding)
     return Y

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from gpulib.arrays import output, require_finite, to_device
+from gpulib.arrays import MAX_GRID_Z, output, require_finite, to_device
 from gpulib.conv.shapes import check_conv_inputs
 from gpulib.env import on_gpu
 
@@ -26,15 +26,16 @@ from gpulib.env import on_gpu
 @cuda.jit
 def spectral_product_kernel(Xf, Wf, Yf):
     """Yf[n, k, u, v] = Σ_c Xf[n, c, u, v]·conj(Wf[k, c, u, v]): one thread per (n, k, u, v)."""
-    v, u, nk = cuda.grid(3)
+    v, u, _ = cuda.grid(3)
     N, C, Hf, Wh = Xf.shape
     K = Wf.shape[0]
-    if u < Hf and v < Wh and nk < N * K:
-        n, k = nk // K, nk % K
-        acc = Xf[n, 0, u, v] * Wf[k, 0, u, v].conjugate()
-        for c in range(1, C):
-            acc += Xf[n, c, u, v] * Wf[k, c, u, v].conjugate()
-        Yf[n, k, u, v] = acc
+    for nk in range(cuda.blockIdx.z, N * K, cuda.gridDim.z):  # (image, channel) planes
+        if u < Hf and v < Wh:
+            n, k = nk // K, nk % K
+            acc = Xf[n, 0, u, v] * Wf[k, 0, u, v].conjugate()
+            for c in range(1, C):
+                acc += Xf[n, c, u, v] * Wf[k, c, u, v].conjugate()
+            Yf[n, k, u, v] = acc
 
 
 def _array_module():
@@ -100,7 +101,7 @@ def conv2d_fft(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
     Wfreq = xp.fft.rfft2(Wp).astype(np.complex64)
     Yf = to_device(xp.zeros((N, K, Hf, Wf // 2 + 1), np.complex64))  # CuPy arrays pass through
     threads = (16, 16, 1)
-    grid = ((Yf.shape[3] + 15) // 16, (Hf + 15) // 16, N * K)
+    grid = ((Yf.shape[3] + 15) // 16, (Hf + 15) // 16, min(N * K, MAX_GRID_Z))
     spectral_product_kernel[grid, threads](to_device(Xf), to_device(Wfreq), Yf)
     full = xp.fft.irfft2(_to(xp, Yf), s=(Hf, Wf))
     Y = full[:, :, 0:(Ho - 1) * stride + 1:stride, 0:(Wo - 1) * stride + 1:stride].astype(np.float32)

@@ -2,7 +2,8 @@
 
     im2col          X [N, C, H, W] → X_col [C·R·S, N·H'·W']: column (n, y, x) holds the R×S
                     window of every channel that output pixel (y, x) of image n sees; row
-                    (c, r, s) is one filter tap. One thread per element of X_col.
+                    (c, r, s) is one filter tap. One thread per element of X_col; version 1
+                    takes the sizes at run time, version 2 is compiled per layer shape.
     col2im          the backward step: dX from dX_col, one thread per input element, summing
                     the X_col entries that were copies of it (a gather, so no atomics).
     conv2d_im2col   Y_mat = W_mat · X_col with W_mat = W reshaped to [K, C·R·S], then Y_mat
@@ -13,6 +14,8 @@ Implicit GEMM, the same product without X_col in memory, is in implicit_gemm.py.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 from numba import cuda, float32
@@ -40,6 +43,39 @@ def im2col_kernel(X, X_col, R, S, padding, stride, Ho, Wo):
         ix = x * stride + s - padding
         inside = 0 <= iy < X.shape[2] and 0 <= ix < X.shape[3]
         X_col[row, col] = X[n, c, iy, ix] if inside else float32(0.0)
+
+
+@lru_cache(maxsize=None)
+def im2col_specialized(C: int, H: int, W: int, R: int, S: int, padding: int, stride: int):
+    """``im2col_kernel`` with every size fixed when it is compiled, one kernel per layer shape.
+
+    The work of ``im2col_kernel`` is not its memory traffic (neighbouring threads read
+    neighbouring pixels and write neighbouring columns) but its index arithmetic: six
+    divisions and remainders by sizes known only at run time, each dozens of instructions
+    on a GPU. Numba takes the sizes captured here as constants, so the compiler turns each
+    division into a multiplication and a shift. The rows of X_col are the grid's y axis, so
+    (c, r, s) costs one division per block, not per element.
+    """
+    Ho = (H + 2 * padding - R) // stride + 1
+    Wo = (W + 2 * padding - S) // stride + 1
+
+    @cuda.jit
+    def im2col_specialized_kernel(X, X_col):
+        col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        row = cuda.blockIdx.y
+        if col < X_col.shape[1]:
+            x = col % Wo
+            y = (col // Wo) % Ho
+            n = col // (Wo * Ho)
+            s = row % S
+            r = (row // S) % R
+            c = row // (R * S)
+            iy = y * stride + r - padding
+            ix = x * stride + s - padding
+            inside = 0 <= iy < H and 0 <= ix < W
+            X_col[row, col] = X[n, c, iy, ix] if inside else float32(0.0)
+
+    return im2col_specialized_kernel
 
 
 @cuda.jit
@@ -88,14 +124,26 @@ def cols_to_nchw_kernel(Y_mat, b, Y):
         Y[n, k, p // Wo, p % Wo] = Y_mat[k, n * Ho * Wo + p] + b[k]
 
 
-def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None):
-    """X_col [C·R·S, N·H'·W'] on the device (R·S times the size of X, roughly)."""
+IM2COL_VERSIONS = ("v1", "v2")
+
+
+def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
+    """X_col [C·R·S, N·H'·W'] on the device (R·S times the size of X, roughly).
+
+    ``version`` "v1" is ``im2col_kernel`` (sizes passed at run time), "v2" (the default)
+    ``im2col_specialized``, compiled once per layer shape with its sizes as constants."""
+    if version not in IM2COL_VERSIONS:
+        raise ValueError(f"unknown version {version!r}; choose one of {IM2COL_VERSIONS}")
     require(X, "X", 4, layout="[N, C, H, W]")
     R, S = require_int(R, "R", 1), require_int(S, "S", 1)
     N, _, Ho, Wo = check_conv_inputs(X, np.empty((1, X.shape[1], R, S), np.float32), None, padding, stride)
     X_col = output(out, (X.shape[1] * R * S, N * Ho * Wo), "out")
-    im2col_kernel[(blocks(X_col.shape[1], BLOCK), X_col.shape[0]), BLOCK](
-        to_device(X), X_col, R, S, padding, stride, Ho, Wo)
+    grid = (blocks(X_col.shape[1], BLOCK), X_col.shape[0])
+    if version == "v1":
+        im2col_kernel[grid, BLOCK](to_device(X), X_col, R, S, padding, stride, Ho, Wo)
+    else:
+        _, C, H, W = X.shape
+        im2col_specialized(C, H, W, R, S, padding, stride)[grid, BLOCK](to_device(X), X_col)
     return X_col
 
 
@@ -135,6 +183,16 @@ def conv2d_im2col(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, 
     Y_mat = matmul(W_mat, X_col, version=gemm)
     cols_to_nchw_kernel[blocks(Y.size, BLOCK), BLOCK](Y_mat, bias_or_zeros(b, K), Y)
     return Y
+
+
+def backward_workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, need_dX: bool = True) -> int:
+    """The extra float32 arrays ``conv2d_im2col_backward`` holds at once: dY_mat [K, N·H'·W'],
+    X_col [C·R·S, N·H'·W'] and, when dX is needed, dX_col of X_col's shape."""
+    N, C = X_shape[0], X_shape[1]
+    K, _, R, S = W_shape
+    Ho, Wo = conv_output_size(X_shape[2], R, padding, stride), conv_output_size(X_shape[3], S, padding, stride)
+    columns = N * Ho * Wo
+    return 4 * columns * (K + C * R * S * (2 if need_dX else 1))
 
 
 def conv2d_im2col_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: bool = True, out=None,

@@ -1,0 +1,497 @@
+"""16.6 on a GPU: the model trained and profiled, the GPU's limits, the memory estimator against
+the measured peak, the debugging playbook's measurements, and im2col's real bottleneck.
+
+    training    BookCNN on the digits, each conv layer on the auto-tuner's pick: the picks and
+                their rankings, the gradients checked against float64, loss and accuracy per
+                epoch, wall time
+    breakdown   one training step profiled kernel by kernel (CUDA events), at the training
+                batch and at a large batch
+    limits      the datasheet's and the measured limits: fp32 FMA (a Numba kernel of
+                independent FMA chains), HBM bandwidth (a copy kernel), TF32/fp16/bf16 tensor
+                cores (cuBLAS through PyTorch, 8192³)
+    memory      the estimator (gpulib/summary/memory.py) against the peak device memory of one
+                training step at several batch sizes and three configurations
+    playbook    PyTorch's cuDNN: NCHW against NHWC, channels that are and are not multiples of 8
+                on the tensor cores, default TF32, cudnn.benchmark, and Python's launch cost
+                next to CUDA-event time for small layers (gpulib and PyTorch)
+    im2col      the 16.3 layer's im2col: Numba with sizes at run time and compiled in, the same
+                two in CUDA C, and a plain fill of X_col (the memory-speed floor)
+    cuda_c      the CUDA C direct convolution against the Numba one
+    softmax     one block per row (tree reductions) against one thread per row, for wide rows
+
+``benchmarks/summary.py`` is the command line; results go to benchmarks/results/summary.json.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+
+import numpy as np
+
+from gpulib import reference as ref
+from gpulib.bench import measure as M
+from gpulib.bench.layers import LAYER, flop, layer_inputs
+from gpulib.check import poisoned, validate
+from gpulib.conv import autotune, cuda_c
+from gpulib.conv import im2col as I
+from gpulib.data import load_digits
+from gpulib.env import cuda
+from gpulib.mlp.train import train
+from gpulib.summary import memory, roofline
+from gpulib.summary.model import NO_PROFILER, BookCNN, reference_grads
+from gpulib.summary.profile import Profiler, used_bytes
+from gpulib.summary.softmax import softmax_rows
+from gpulib.timing import benchmark
+
+RESULTS = M.RESULTS_DIR / "summary.json"
+CHANNELS = (16, 32)
+TRAIN = dict(epochs=30, batch=64, lr=0.1, seed=0)
+MEMORY_BATCHES = (1024, 4096, 16384)
+MEMORY_CONFIGS = {"im2col + GEMM": dict(algorithms=("gemm", "gemm")),
+                  "im2col + GEMM, in-place ReLU": dict(algorithms=("gemm", "gemm"), inplace_relu=True),
+                  "implicit precomp GEMM": dict(algorithms=("implicit_precomp_gemm",) * 2)}
+
+
+def _model(config: dict) -> BookCNN:
+    """BookCNN for a configuration written as the estimator's keywords."""
+    return BookCNN(channels=CHANNELS, algorithms_per_layer=config["algorithms"],
+                   inplace_relu=config.get("inplace_relu", False))
+
+
+def _images(batch: int, seed: int = 0):
+    """A batch of digits (repeated when the batch is larger than the data set) and labels."""
+    d = load_digits()
+    idx = np.random.default_rng(seed).integers(0, len(d.X_train), batch)
+    return np.ascontiguousarray(d.X_train[idx].reshape(batch, 1, 8, 8)), d.y_train[idx].astype(np.int32)
+
+
+# ------------------------------------------------------------------ training and breakdown
+def measure_training(progress=print) -> dict:
+    data = load_digits()
+    model = BookCNN(channels=CHANNELS, seed=TRAIN["seed"])
+    X, y = _images(TRAIN["batch"], 1)
+    # the gradients of the auto-tuned model against float64 before any training
+    _, grads = model.loss_and_grads(X, y)
+    want = reference_grads(model.host_params(), X, y)
+    grad_errors = [validate(g, w, scale=float(np.abs(w).max()) or 1.0, rtol=1e-4, name=f"grad {i}").rel_err
+                   for i, (g, w) in enumerate(zip(grads, want))]
+    picks = {}  # what the auto-tuner chose for the training batch's shapes, and its rankings
+    for layer, (Wp, C) in enumerate(((model.params[0], 1), (model.params[2], CHANNELS[0]))):
+        ranking = autotune.cached_ranking((TRAIN["batch"], C, 8, 8), Wp.shape, 1, 1)
+        picks[f"conv{layer + 1}"] = dict(pick=ranking[0].name, ranking=[vars(r) for r in ranking])
+    progress(f"picks: {[p['pick'] for p in picks.values()]}")
+    t0 = time.perf_counter()
+    history = train(model, data, TRAIN["lr"], TRAIN["epochs"], TRAIN["batch"], seed=TRAIN["seed"], progress=False)
+    cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    steps = len(history.step_loss)
+    per_epoch = math.ceil(len(data.X_train) / TRAIN["batch"])
+    epoch_loss = [float(np.mean(history.step_loss[i:i + per_epoch])) for i in range(0, steps, per_epoch)]
+    return dict(channels=CHANNELS, **TRAIN, grad_rel_err=grad_errors, picks=picks, seconds=seconds, steps=steps,
+                epoch_loss=epoch_loss, train_acc=history.epoch_train_acc, test_acc=history.epoch_test_acc)
+
+
+BREAKDOWNS = ((64, "tree"), (4096, "thread"), (4096, "tree"))  # (batch, how dW and db are summed)
+
+
+def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat: int = 5) -> list[dict]:
+    """One training step profiled: the median over ``repeat`` steps of each launch's time, and the
+    step's wall time measured apart, without the profiler."""
+    out = []
+    for batch, reduction in breakdowns:
+        model = BookCNN(channels=CHANNELS, algorithms_per_layer=algorithms, reduction=reduction)
+        X, y = _images(batch)
+        dX, dy = cuda.to_device(X), cuda.to_device(y)
+        for _ in range(2):  # compile, tune and warm up
+            model.step(model.loss_and_grads(dX, dy)[1], 1e-9)
+        cuda.synchronize()
+        walls = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            model.step(model.loss_and_grads(dX, dy)[1], 1e-9)
+            cuda.synchronize()
+            walls.append((time.perf_counter() - t0) * 1e3)
+        runs = []
+        for _ in range(repeat):
+            with Profiler() as prof:
+                model.profiler = prof
+                model.step(model.loss_and_grads(dX, dy)[1], 1e-9)
+            model.profiler = NO_PROFILER
+            runs.append((prof.kernels(), prof.ops()))
+        kernels = runs[0][0]
+        for i, row in enumerate(kernels):
+            row["ms"] = statistics.median(r[0][i]["ms"] for r in runs)
+        ops = runs[0][1]
+        for i, row in enumerate(ops):
+            row["ms"] = statistics.median(r[1][i]["ms"] for r in runs)
+            row["wall_ms"] = statistics.median(r[1][i]["wall_ms"] for r in runs)
+        resolved = [a if a != "auto" else autotune.cached_ranking(shape, W.shape, 1, 1)[0].name
+                    for a, shape, W in zip(algorithms, ((batch, 1, 8, 8), (batch, CHANNELS[0], 8, 8)),
+                                           (model.params[0], model.params[2]))]
+        out.append(dict(batch=batch, algorithms=resolved, reduction=reduction, kernels=kernels, ops=ops,
+                        step_wall_ms=statistics.median(walls),
+                        step_gpu_ms=sum(o["ms"] for o in ops)))
+    return out
+
+
+# ------------------------------------------------------------------ limits
+@cuda.jit
+def _fma_kernel(out, iterations):
+    """Eight independent FMA chains per thread: the fp32 pipes never wait on a result."""
+    i = cuda.grid(1)
+    x = np.float32(i) * np.float32(1e-9)  # eight different chains, so none can be merged with another
+    a0, a1, a2, a3 = x, x + np.float32(1), x + np.float32(2), x + np.float32(3)
+    a4, a5, a6, a7 = x + np.float32(4), x + np.float32(5), x + np.float32(6), x + np.float32(7)
+    m, c = np.float32(0.999999), np.float32(1e-7)
+    for _ in range(iterations):  # cuda.fma: one fused multiply-add instruction, 2 FLOP
+        a0 = cuda.fma(a0, m, c)
+        a1 = cuda.fma(a1, m, c)
+        a2 = cuda.fma(a2, m, c)
+        a3 = cuda.fma(a3, m, c)
+        a4 = cuda.fma(a4, m, c)
+        a5 = cuda.fma(a5, m, c)
+        a6 = cuda.fma(a6, m, c)
+        a7 = cuda.fma(a7, m, c)
+    out[i] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+
+
+@cuda.jit
+def _copy_kernel(src, dst):
+    i = cuda.grid(1)
+    if i < src.size:
+        dst[i] = src[i]
+
+
+def measure_limits(repeat: int = 10) -> dict:
+    torch, _ = M.torch_modules()
+    device = cuda.get_current_device()
+    sms = device.MULTIPROCESSOR_COUNT
+    threads, iterations = sms * 2048 * 4, 4096
+    out = cuda.device_array(threads, np.float32)
+    fma = benchmark(lambda: _fma_kernel[threads // 256, 256](out, iterations), repeat=repeat, flush_l2=False)
+    fma_flops = 2.0 * 8 * iterations * threads / (fma.median_ms * 1e-3)
+    n = 2**28  # 1 GiB of float32
+    src, dst = cuda.device_array(n, np.float32), cuda.device_array(n, np.float32)
+    copy = benchmark(lambda: _copy_kernel[n // 256, 256](src, dst), repeat=repeat, flush_l2=False)
+    hbm = 2.0 * 4 * n / (copy.median_ms * 1e-3)
+    import cupy
+
+    csrc, cdst = cupy.asarray(src), cupy.asarray(dst)
+    library_copy = benchmark(lambda: cupy.copyto(cdst, csrc), repeat=repeat, flush_l2=False)
+    hbm_library = 2.0 * 4 * n / (library_copy.median_ms * 1e-3)
+    del src, dst, csrc, cdst
+    rates = {}
+    size = 8192
+    for fmt, dtype, tf32 in (("fp32", torch.float32, False), ("tf32", torch.float32, True),
+                             ("fp16", torch.float16, False), ("bf16", torch.bfloat16, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        A = torch.randn(size, size, device="cuda", dtype=dtype)
+        B = torch.randn(size, size, device="cuda", dtype=dtype)
+        t = benchmark(lambda: torch.matmul(A, B), repeat=repeat, flush_l2=False)
+        rates[fmt] = 2.0 * size**3 / (t.median_ms * 1e-3)
+        del A, B
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.cuda.empty_cache()
+    name = M.header(repeat)["device"]
+    return dict(datasheet=roofline.datasheet(name),
+                measured=dict(fp32_fma=fma_flops, hbm_copy=hbm, hbm_cupy_copy=hbm_library, **{f"cublas_{k}": v for k, v in rates.items()}),
+                how=dict(fp32_fma=f"Numba kernel, {threads} threads x 8 independent FMA chains x {iterations}",
+                         hbm_copy="Numba copy of 1 GiB, one element per thread (read + write)",
+                         hbm_cupy_copy="cupy.copyto of 1 GiB (read + write)",
+                         cublas=f"torch.matmul {size}^3 (cuBLAS); fp32 with TF32 off"))
+
+
+# ------------------------------------------------------------------ memory
+def _free_everything():
+    gc.collect()
+    cuda.current_context().deallocations.clear()
+    cuda.synchronize()
+
+
+def measure_memory(batches=MEMORY_BATCHES, configs=MEMORY_CONFIGS) -> list[dict]:
+    rows = []
+    for title, config in configs.items():
+        for batch in batches:
+            X, y = _images(batch)
+            for flush in (True, False):
+                warm = _model(config)  # compile every kernel, create cuBLAS's handle
+                warm.loss_and_grads(X, y)
+                del warm
+                _free_everything()
+                with Profiler(memory=True, flush=flush) as prof:
+                    model = _model(config)
+                    model.profiler = prof
+                    loss, grads = model.loss_and_grads(X, y)
+                    cuda.synchronize()
+                    prof._sample()
+                del model, grads
+                _free_everything()
+                if flush:
+                    est = memory.estimate(batch, CHANNELS, **config)
+                    row = dict(config=title, batch=batch, estimate=est.peak_bytes, estimate_at=est.peak_at,
+                               by_kind=est.by_kind, measured_live=prof.peak_above_base)
+                else:
+                    row["measured_as_run"] = prof.peak_above_base
+            rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------ playbook (PyTorch)
+def _wall_and_events(run, repeat: int = 50):
+    """(median wall ms from launch to synchronize, median CUDA-event ms) of ``run``."""
+    torch, _ = M.torch_modules()
+    for _ in range(5):
+        run()
+    torch.cuda.synchronize()
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        walls.append((time.perf_counter() - t0) * 1e3)
+    events = benchmark(run, repeat=repeat, flush_l2=False).median_ms
+    return statistics.median(walls), events
+
+
+def measure_playbook(repeat: int = 20) -> dict:
+    torch, F = M.torch_modules()
+    torch.backends.cudnn.allow_tf32 = True  # PyTorch's default, restored below
+    L = LAYER
+    X, W, b = layer_inputs(L)
+    exact = F.conv2d(*(torch.as_tensor(a, device="cuda").double() for a in (X, W, b)), padding=1)
+    tX, tW, tb = (torch.as_tensor(a, device="cuda") for a in (X, W, b))
+    F_ = flop(L)
+    out = {}
+
+    def timed(run):
+        return benchmark(run, repeat=repeat).median_ms
+
+    def err(Y):
+        return float((Y.double() - exact).abs().max() / exact.abs().max())
+
+    # the defaults: TF32 on for convolutions, off for matmul since PyTorch 1.12
+    out["defaults"] = dict(cudnn_allow_tf32=bool(torch.backends.cudnn.allow_tf32),
+                           matmul_allow_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+                           cudnn_benchmark=bool(torch.backends.cudnn.benchmark), torch=torch.__version__)
+    rows = []
+    for bench_on in (False, True):
+        for tf32 in (True, False):
+            torch.backends.cudnn.benchmark = bench_on
+            torch.backends.cudnn.allow_tf32 = tf32
+            run = lambda: F.conv2d(tX, tW, tb, padding=1)  # noqa: E731
+            Y = run()
+            rows.append(dict(benchmark=bench_on, allow_tf32=tf32, ms=timed(run), rel_err=err(Y)))
+    out["tf32_and_benchmark"] = rows
+    torch.backends.cudnn.benchmark = True
+    layouts = []
+    for precision, dtype in (("fp32 (TF32 off)", torch.float32), ("fp16", torch.float16)):
+        torch.backends.cudnn.allow_tf32 = False
+        for layout in ("NCHW", "NHWC"):
+            x, w, bb = tX.to(dtype), tW.to(dtype), tb.to(dtype)
+            if layout == "NHWC":
+                x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+            run = lambda x=x, w=w, bb=bb: F.conv2d(x, w, bb, padding=1)  # noqa: E731
+            Y = run()
+            ms = timed(run)
+            layouts.append(dict(precision=precision, layout=layout, ms=ms, tflops=F_ / ms / 1e9, rel_err=err(Y)))
+    out["layout"] = layouts
+    channel_rows = []
+    rng = np.random.default_rng(7)
+    for C in (56, 60, 62, 63, 64, 65, 66, 72):
+        layer = dict(L, C=C, K=C)
+        x = torch.as_tensor(rng.standard_normal((L["N"], C, L["H"], L["W"])), device="cuda", dtype=torch.float16)
+        w = torch.as_tensor(rng.standard_normal((C, C, 3, 3)) / math.sqrt(9 * C), device="cuda", dtype=torch.float16)
+        x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+        run = lambda x=x, w=w: F.conv2d(x, w, padding=1)  # noqa: E731
+        want = F.conv2d(x.double(), w.double(), padding=1)
+        Y = run()
+        rel = float((Y.double() - want).abs().max() / want.abs().max())
+        if rel > 1e-2:
+            raise AssertionError(f"cuDNN fp16 conv with C=K={C} is off by {rel:.2e}")
+        ms = timed(run)
+        channel_rows.append(dict(C=C, K=C, ms=ms, tflops=flop(layer) / ms / 1e9, rel_err=rel))
+    out["channels"] = channel_rows
+    launch_rows = []
+    from gpulib.cnn import layers as CL
+    from gpulib.conv import algorithms
+
+    for n in (1, 8, 32):
+        layer = dict(L, N=n)
+        Xn, Wn, bn = layer_inputs(layer)
+        dX, dW, db = cuda.to_device(Xn), cuda.to_device(Wn), cuda.to_device(bn)
+        Y = cuda.device_array((n, L["K"], L["H"], L["W"]), np.float32)
+        gpulib_run = lambda dX=dX, dW=dW, db=db, Y=Y: algorithms.conv2d(  # noqa: E731
+            dX, dW, db, 1, 1, algorithm="implicit_precomp_gemm", out=Y)
+        gpulib_run()
+        validate(Y, M.reference_conv(Xn, Wn, bn, layer)[0], scale=M.magnitude(Xn, Wn, bn, layer), name="conv")
+        wall, event = _wall_and_events(gpulib_run)
+        launch_rows.append(dict(what="gpulib implicit precomp GEMM", N=n, wall_ms=wall, event_ms=event))
+        relu_out = cuda.device_array(Y.shape, np.float32)
+        wall, event = _wall_and_events(lambda Y=Y, relu_out=relu_out: CL.relu(Y, out=relu_out))
+        launch_rows.append(dict(what="gpulib ReLU", N=n, wall_ms=wall, event_ms=event))
+        tx, tw, tbb = (torch.as_tensor(a, device="cuda") for a in (Xn, Wn, bn))
+        torch.backends.cudnn.allow_tf32 = False
+        wall, event = _wall_and_events(lambda tx=tx, tw=tw, tbb=tbb: F.conv2d(tx, tw, tbb, padding=1))
+        launch_rows.append(dict(what="PyTorch conv2d (cuDNN fp32)", N=n, wall_ms=wall, event_ms=event))
+    out["launch"] = launch_rows
+    torch.backends.cudnn.allow_tf32 = False
+    return out
+
+
+# ------------------------------------------------------------------ im2col, CUDA C, softmax
+def measure_im2col(repeat: int = 20) -> dict:
+    L = LAYER
+    X, W, b = layer_inputs(L)
+    R, S, p, s = L["R"], L["S"], L["padding"], L["stride"]
+    small = X[:2]  # the float64 reference on two images; the full size against version 1's output
+    want_small = ref.im2col(small, R, S, p, s)
+    dX = cuda.to_device(X)
+    rows_total = L["C"] * R * S
+    X_col = cuda.device_array((rows_total, L["N"] * L["H"] * L["W"]), np.float32)
+    I.im2col(dX, R, S, p, s, out=X_col, version="v1")
+    v1 = X_col.copy_to_host()
+    nbytes = X.nbytes + X_col.size * 4
+    runs = {
+        "Numba v1 (sizes at run time)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v1"),
+        "Numba v2 (sizes compiled in)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v2"),
+        "CUDA C, sizes at run time": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out),
+        "CUDA C, sizes as template constants": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out,
+                                                                                 fixed_sizes=True),
+    }
+    rows = []
+    for name, run in runs.items():
+        got = run(cuda.to_device(small), poisoned(want_small.shape))
+        validate(got, want_small, name=name)
+        out = poisoned(X_col.shape)
+        run(dX, out)
+        if not np.array_equal(out.copy_to_host(), v1):
+            raise AssertionError(f"{name} differs from version 1 on the full layer")
+        ms = benchmark(lambda run=run, out=out: run(dX, out), repeat=repeat).median_ms
+        rows.append(dict(name=name, ms=ms, gbps=nbytes / ms / 1e6))
+    n = X_col.size
+    flat = X_col.reshape(n)
+    fill = benchmark(lambda: _fill_kernel[(n + 255) // 256, 256](flat, 0.0), repeat=repeat).median_ms
+    rows.append(dict(name="fill X_col (writes only)", ms=fill, gbps=X_col.size * 4 / fill / 1e6))
+    return dict(layer=L, bytes=nbytes, x_col_bytes=X_col.size * 4, rows=rows)
+
+
+@cuda.jit
+def _fill_kernel(a, value):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = value
+
+
+def measure_cuda_c(repeat: int = 10) -> dict:
+    from gpulib.conv import direct
+
+    L = LAYER
+    X, W, b = layer_inputs(L)
+    want, _ = M.reference_conv(X, W, b, L)
+    scale = M.magnitude(X, W, b, L)
+    dX, dW, db = cuda.to_device(X), cuda.to_device(W), cuda.to_device(b)
+    rows = []
+    for name, run in (("Numba direct v1", lambda out: direct.conv2d_direct(dX, dW, db, 1, 1, out=out, version="v1")),
+                      ("CUDA C direct (one thread per output)",
+                       lambda out: cuda_c.conv2d_direct_c(dX, dW, db, 1, 1, out=out))):
+        Y = poisoned(want.shape)
+        rows.append(M.checked_row(name, lambda run=run, Y=Y: run(Y), want, out=Y, flop=flop(L), scale=scale,
+                                  repeat=repeat))
+    return dict(layer=L, rows=rows)
+
+
+def measure_softmax(repeat: int = 20) -> list[dict]:
+    from gpulib.mlp import layers as mlp
+
+    rows = []
+    for rows_n, cols in ((4096, 10), (256, 32768)):
+        Z = (np.random.default_rng(cols).standard_normal((rows_n, cols)) * 4).astype(np.float32)
+        labels = np.zeros(rows_n, np.int32)
+        want = ref.softmax(Z)
+        dZ, dl = cuda.to_device(Z), cuda.to_device(labels)
+        P = poisoned(Z.shape)
+        softmax_rows(dZ, out=P)
+        tree_err = validate(P, want, name="softmax_rows").rel_err
+        tree = benchmark(lambda: softmax_rows(dZ, out=P), repeat=repeat).median_ms
+        got, _ = mlp.softmax_cross_entropy(dZ, dl)
+        # one thread adds up 32768 terms in a row, each rounding: a looser bound than the tree's
+        serial_err = validate(got, want, rtol=1e-4, name="softmax_xent (one thread per row)").rel_err
+        one = benchmark(lambda: mlp.softmax_cross_entropy(dZ, dl), repeat=repeat).median_ms
+        rows.append(dict(rows=rows_n, cols=cols, tree_ms=tree, thread_per_row_ms=one, tree_rel_err=tree_err,
+                         thread_per_row_rel_err=serial_err))
+    return rows
+
+
+PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax")
+
+
+def measure(repeat: int = 20, progress=print, parts=PARTS) -> dict:
+    M.require_gpu()
+    results = dict(M.header(repeat))
+    if "training" in parts:
+        progress("training ...")
+        results["training"] = measure_training(progress)
+    if "breakdown" in parts:
+        progress("breakdown ...")
+        results["breakdown"] = measure_breakdown()
+    for part, fn in (("limits", measure_limits), ("memory", measure_memory), ("playbook", measure_playbook),
+                     ("im2col", measure_im2col), ("cuda_c", measure_cuda_c), ("softmax", measure_softmax)):
+        if part in parts:
+            progress(f"{part} ...")
+            try:
+                results[part] = fn()
+            except Exception as err:  # keep the other parts; the failure is printed and stored
+                progress(f"{part} FAILED: {type(err).__name__}: {err}")
+                results.setdefault("failed", {})[part] = f"{type(err).__name__}: {err}"
+    return results
+
+
+def load(path=RESULTS) -> dict:
+    return M.load(path)
+
+
+def save(results: dict, path=RESULTS) -> None:
+    M.save(results, path)
+
+
+def table(results: dict) -> str:
+    lines = [f"{results.get('device')} ({results.get('date')})"]
+    for part, why in results.get("failed", {}).items():
+        lines.append(f"FAILED {part}: {why}")
+    t = results.get("training")
+    if t:
+        lines.append(f"training: picks {[p['pick'] for p in t['picks'].values()]}, {t['steps']} steps in "
+                     f"{t['seconds']:.1f} s, test accuracy {t['test_acc'][-1]:.1%}, "
+                     f"grad rel err max {max(t['grad_rel_err']):.1e}")
+    for bd in results.get("breakdown", []):
+        lines.append(f"breakdown, batch {bd['batch']}, {bd['algorithms']}, {bd['reduction']}: GPU {bd['step_gpu_ms']:.3f} ms, wall {bd['step_wall_ms']:.3f} ms")
+        for o in bd["ops"]:
+            lines.append(f"  {o['op']:<20} {o['ms']:.4f} ms (wall {o['wall_ms']:.3f})  {', '.join(o['kernels'])}")
+    lim = results.get("limits")
+    if lim:
+        lines.append("limits (measured, TFLOP/s or TB/s): " + ", ".join(f"{k} {v / 1e12:.1f}"
+                                                                     for k, v in lim["measured"].items()))
+    for r in results.get("memory", []):
+        lines.append(f"memory {r['config']:<30} N={r['batch']:>6}: estimate {r['estimate'] / 2**20:8.1f} MiB, "
+                     f"live {r['measured_live'] / 2**20:8.1f}, as run {r['measured_as_run'] / 2**20:8.1f}")
+    pb = results.get("playbook")
+    if pb:
+        lines.append(f"defaults: {pb['defaults']}")
+        for key in ("tf32_and_benchmark", "layout", "channels", "launch"):
+            for r in pb[key]:
+                lines.append(f"  {key}: {r}")
+    im = results.get("im2col")
+    if im:
+        for r in im["rows"]:
+            lines.append(f"im2col {r['name']:<40} {r['ms']:.3f} ms {r['gbps']:.0f} GB/s")
+    cc = results.get("cuda_c")
+    if cc:
+        for r in cc["rows"]:
+            lines.append(f"cuda_c {r['name']:<40} {r['ms']:.3f} ms rel err {r['rel_err']:.1e}")
+    for r in results.get("softmax", []):
+        lines.append(f"softmax {r['rows']}x{r['cols']}: tree {r['tree_ms']:.4f} ms, thread per row "
+                     f"{r['thread_per_row_ms']:.4f} ms")
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""16.6: one model that holds the book: two convolutions, ReLU, max pooling, FC and softmax.
+
+    X [N, 1, 8, 8] ─conv 3x3 (C1)→ ─ReLU→ ─conv 3x3 (C2)→ ─ReLU→ ─max pool 2→ [N, C2, 4, 4]
+      ─flatten→ ─FC→ Z [N, 10] ─softmax cross-entropy→ loss
+
+Every operation, forward and backward, is a gpulib kernel: the convolutions run on the
+algorithm of gpulib/conv/algorithms.py that the auto-tuner picks for each layer ("auto"), or
+on one named per layer; the second convolution's backward pass also gives dX, the gradient
+the first layer needs. Each operation runs inside ``self.profiler.op(name)`` so that a
+``gpulib.summary.profile.Profiler`` can say what it cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from gpulib import reference as ref
+from gpulib.arrays import require, require_int_labels, to_device, to_host
+from gpulib.cnn import layers as L
+from gpulib.conv import algorithms
+from gpulib.mlp import layers as mlp
+
+
+class _NoProfiler:
+    def op(self, name):
+        return contextlib.nullcontext()
+
+
+NO_PROFILER = _NoProfiler()  # what ``BookCNN.profiler`` is when nothing is measured
+
+
+class BookCNN:
+    """Two 3x3 convolutions (padding 1) of ``channels`` = (C1, C2) filters, then FC to ``classes``."""
+
+    def __init__(self, image_shape=(1, 8, 8), channels=(8, 16), classes: int = 10, seed: int = 0,
+                 algorithms_per_layer=("auto", "auto"), inplace_relu: bool = False, reduction: str | None = None):
+        """``algorithms_per_layer``: for each conv layer a name of gpulib.conv.algorithms.ALGORITHMS
+        or "auto". ``inplace_relu``: ReLU overwrites the convolution's output (its backward pass
+        needs only ReLU's output), which saves one activation per layer. ``reduction``: how the
+        direct backward kernels sum dW and db ("thread" or "tree", see gpulib.cnn.conv2d_backward)."""
+        names = algorithms.NAMES + ("auto",)
+        if len(channels) != 2 or any(int(c) != c or c < 1 for c in channels):
+            raise ValueError(f"channels must be two positive integers (C1, C2), not {channels!r}")
+        if len(algorithms_per_layer) != 2 or any(a not in names for a in algorithms_per_layer):
+            raise ValueError(f"algorithms_per_layer must be two of {names}, not {algorithms_per_layer!r}")
+        C, H, W = image_shape
+        if H % 2 or W % 2:
+            raise ValueError(f"image height and width must be even for the 2x2 pooling, not {H}x{W}")
+        self.image_shape, self.channels, self.classes = (C, H, W), tuple(channels), classes
+        self.algorithms = tuple(algorithms_per_layer)
+        self.inplace_relu = inplace_relu
+        self.reduction = reduction
+        self.profiler = NO_PROFILER
+        rng = np.random.default_rng(seed)
+        C1, C2 = channels
+        features = C2 * (H // 2) * (W // 2)
+        host = [rng.normal(0, np.sqrt(2 / (C * 9)), (C1, C, 3, 3)), np.zeros(C1),
+                rng.normal(0, np.sqrt(2 / (C1 * 9)), (C2, C1, 3, 3)), np.zeros(C2),
+                rng.normal(0, np.sqrt(1 / features), (classes, features)), np.zeros(classes)]
+        self.params = [to_device(np.asarray(p, np.float32)) for p in host]
+
+    def host_params(self):
+        """[conv1 W, conv1 b, conv2 W, conv2 b, fc W, fc b] copied to NumPy."""
+        return [p.copy_to_host() for p in self.params]
+
+    def _images(self, X):
+        if len(X.shape) == 2 and X.shape[1] == int(np.prod(self.image_shape)):
+            X = X.reshape(X.shape[0], *self.image_shape)  # flattened rows, as gpulib.data gives them
+        require(X, "X", 4, layout="[N, C, H, W]")
+        if tuple(X.shape[1:]) != self.image_shape:
+            raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {self.image_shape}")
+        return to_device(X)
+
+    def _relu(self, Z):
+        return L.relu(Z, out=Z if self.inplace_relu else None)
+
+    def forward(self, X):
+        """Every intermediate tensor the backward pass needs, by name."""
+        W1, b1, W2, b2, Wf, bf = self.params
+        op = self.profiler.op
+        X = self._images(X)
+        t = dict(X=X)
+        with op("conv1 forward"):
+            t["conv1"] = L.conv2d_forward(X, W1, b1, padding=1, algorithm=self.algorithms[0])
+        with op("relu1"):
+            t["relu1"] = self._relu(t["conv1"])
+        with op("conv2 forward"):
+            t["conv2"] = L.conv2d_forward(t["relu1"], W2, b2, padding=1, algorithm=self.algorithms[1])
+        with op("relu2"):
+            t["relu2"] = self._relu(t["conv2"])
+        with op("max pool"):
+            t["pool"], t["argmax"] = L.max_pool2d(t["relu2"], 2)
+        t["flat"] = t["pool"].reshape(t["pool"].shape[0], t["pool"].size // t["pool"].shape[0])
+        with op("fc forward"):
+            t["logits"] = mlp.dense_forward(t["flat"], Wf, bf, "identity")
+        return t
+
+    def loss_and_grads(self, X, labels):
+        """Mean loss and the gradients of the six parameters, by backpropagation."""
+        X = self._images(X)  # inputs and labels are checked before anything is launched
+        require_int_labels(labels, "labels", X.shape[0], self.classes)
+        op = self.profiler.op
+        t = self.forward(X)
+        labels = to_device(labels)
+        W1, _, W2, _, Wf, _ = self.params
+        with op("softmax + loss"):
+            P, loss = mlp.softmax_cross_entropy(t["logits"], labels)
+        with op("softmax backward"):
+            dZ = mlp.softmax_cross_entropy_backward(P, labels)
+        with op("fc backward"):
+            d_flat, dWf, dbf = mlp.dense_backward(t["flat"], Wf, t["logits"], dZ, "identity")
+        with op("max pool backward"):
+            d_relu2 = L.max_pool2d_backward(d_flat.reshape(*t["pool"].shape), t["argmax"], t["relu2"].shape, 2,
+                                            check_argmax=False)  # argmax is max_pool2d's own
+        with op("relu2 backward"):
+            d_conv2 = L.relu_backward(t["relu2"], d_relu2)
+        with op("conv2 backward"):
+            d_relu1, dW2, db2 = L.conv2d_backward(t["relu1"], W2, d_conv2, padding=1,
+                                                  algorithm=self.algorithms[1], reduction=self.reduction)
+        with op("relu1 backward"):
+            d_conv1 = L.relu_backward(t["relu1"], d_relu1)
+        with op("conv1 backward"):
+            _, dW1, db1 = L.conv2d_backward(X, W1, d_conv1, padding=1, need_dX=False, algorithm=self.algorithms[0],
+                                            reduction=self.reduction)
+        with op("loss to host"):
+            mean_loss = float(loss.copy_to_host().mean(dtype=np.float64))
+        return mean_loss, [dW1, db1, dW2, db2, dWf, dbf]
+
+    def step(self, grads, lr: float) -> None:
+        with self.profiler.op("SGD update"):
+            for p, g in zip(self.params, grads):
+                mlp.sgd_update(p, g, lr)
+
+    def predict(self, X) -> np.ndarray:
+        return self.forward(X)["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
+
+    def accuracy(self, X, labels) -> float:
+        """The share of rows of X whose predicted class is their label."""
+        X = self._images(X)
+        require_int_labels(labels, "labels", X.shape[0], self.classes, dtype=None)
+        return float((self.predict(X) == to_host(labels)).mean())
+
+
+def reference_loss(params, X, labels) -> float:
+    """The same network in float64 NumPy (for finite-difference checks of the gradients)."""
+    W1, b1, W2, b2, Wf, bf = (np.asarray(p, np.float64) for p in params)
+    a1 = np.maximum(ref.conv2d(X, W1, b1, padding=1), 0.0)
+    a2 = np.maximum(ref.conv2d(a1, W2, b2, padding=1), 0.0)
+    logits = ref.max_pool2d(a2, 2).reshape(len(X), -1) @ Wf.T + bf
+    return float(ref.softmax_cross_entropy(logits, labels)[0].mean())
+
+
+def reference_grads(params, X, labels):
+    """The six gradients in float64, by the chain rule on the reference operations."""
+    W1, b1, W2, b2, Wf, bf = (np.asarray(p, np.float64) for p in params)
+    X = np.asarray(X, np.float64)
+    z1 = ref.conv2d(X, W1, b1, padding=1)
+    a1 = np.maximum(z1, 0.0)
+    z2 = ref.conv2d(a1, W2, b2, padding=1)
+    a2 = np.maximum(z2, 0.0)
+    pooled = ref.max_pool2d(a2, 2)
+    flat = pooled.reshape(len(X), -1)
+    logits = flat @ Wf.T + bf
+    dZ = ref.softmax_cross_entropy_grad(logits, labels)
+    dWf, dbf = dZ.T @ flat, dZ.sum(axis=0)
+    d_a2 = ref.max_pool2d_backward(a2, (dZ @ Wf).reshape(pooled.shape), 2)
+    d_z2 = d_a2 * (a2 > 0)
+    d_a1, dW2, db2 = ref.conv2d_backward(a1, W2, d_z2, padding=1)
+    d_z1 = d_a1 * (a1 > 0)
+    _, dW1, db1 = ref.conv2d_backward(X, W1, d_z1, padding=1)
+    return [dW1, db1, dW2, db2, dWf, dbf]

@@ -1,0 +1,62 @@
+"""16.6: which pattern of the book each kernel uses, and the section that teaches it.
+
+``PATTERNS[kernel name]`` = (patterns, section). The profiler labels every launch with it, so a
+training step's time breakdown also reads as a map of the book.
+"""
+
+from __future__ import annotations
+
+ELEMENTWISE = "elementwise, coalesced"
+REDUCTION = "reduction"
+GEMM_NAIVE = "GEMM (one thread per output)"
+GEMM_TILED = "GEMM, shared-memory tiling, register blocking"
+
+PATTERNS: dict[str, tuple[str, str]] = {
+    # 16.1: the MLP's kernels, reused for the FC layer and the loss
+    "dense_forward_kernel": (GEMM_NAIVE, "16.1"),
+    "input_grad_kernel": (GEMM_NAIVE, "16.1"),
+    "weight_grad_kernel": (GEMM_NAIVE + ", a reduction over the batch", "16.1"),
+    "bias_grad_kernel": (REDUCTION + " over the batch, one thread per column", "16.1"),
+    "activation_backward_kernel": (ELEMENTWISE, "16.1"),
+    "softmax_xent_kernel": (REDUCTION + " (max and sum of a row, one thread per row)", "16.1"),
+    "softmax_xent_backward_kernel": (ELEMENTWISE + " (+ a row sum)", "16.1"),
+    "sgd_update_kernel": (ELEMENTWISE, "16.1"),
+    # 16.2: ReLU, pooling, the direct backward convolution
+    "relu_kernel": (ELEMENTWISE, "16.2"),
+    "relu_backward_kernel": (ELEMENTWISE, "16.2"),
+    "max_pool_kernel": ("window (stencil), one thread per output", "16.2"),
+    "max_pool_backward_kernel": ("window (stencil), a gather, no atomics", "16.2"),
+    "conv2d_input_grad_kernel": ("transposed convolution as a gather", "16.2"),
+    "conv2d_weight_grad_kernel": (REDUCTION + " over N·H'·W' per weight", "16.2"),
+    "conv2d_bias_grad_kernel": (REDUCTION + " over N·H'·W' per channel", "16.2"),
+    # 16.3: direct convolution
+    "conv2d_v1_kernel": ("direct convolution, one thread per output", "16.3"),
+    "conv2d_v2": ("direct convolution, shared-memory tile with halo, KB channels per block", "16.3"),
+    # 16.4: im2col, GEMM, implicit GEMM
+    "im2col_kernel": ("im2col, coalesced writes (index arithmetic)", "16.4"),
+    "im2col_specialized_kernel": ("im2col, coalesced writes, sizes fixed at compile time", "16.4"),
+    "col2im_kernel": ("col2im as a gather, no atomics", "16.4"),
+    "nchw_to_cols_kernel": ("layout change (transpose)", "16.4"),
+    "cols_to_nchw_kernel": ("layout change (transpose) + bias", "16.4"),
+    "gemm_v1_kernel": (GEMM_NAIVE, "16.4"),
+    "gemm_v2_kernel": ("GEMM, shared-memory tiling", "16.4"),
+    "gemm_v3": (GEMM_TILED, "16.4"),
+    "cuBLAS sgemm": ("GEMM (the library: cuBLAS)", "16.4"),
+    "implicit_gemm": ("implicit GEMM, shared-memory tiling, no X_col", "16.4"),
+    # 16.5: FFT, Winograd, tensor cores
+    "spectral_product_kernel": ("FFT convolution: elementwise complex products + reduction over C", "16.5"),
+    "filter_transform_kernel": ("Winograd transform", "16.5"),
+    "input_transform_kernel": ("Winograd transform", "16.5"),
+    "products_kernel": ("Winograd: batched small GEMMs", "16.5"),
+    "output_transform_kernel": ("Winograd transform", "16.5"),
+    "winograd_fused_kernel": ("Winograd, fused in one kernel", "16.5"),
+    "tc_conv_kernel": ("tensor cores (WMMA), implicit GEMM", "16.5"),
+    "tc_conv_nhwc_kernel": ("tensor cores (WMMA), NHWC, asynchronous copies", "16.5"),
+    # 16.6
+    "softmax_rows_kernel": (REDUCTION + " (shared-memory tree, one block per row)", "16.6"),
+}
+
+
+def pattern_of(kernel: str) -> tuple[str, str]:
+    """(patterns, section) of a kernel by its name; ("?", "") for one not in the table."""
+    return PATTERNS.get(kernel, ("?", ""))

@@ -1,0 +1,232 @@
+"""16.6: what one training step launches, what each launch costs, and how much memory it holds.
+
+    with Profiler() as prof:            # every Numba kernel launch inside is recorded
+        model.profiler = prof           # the model marks its operations: prof.op("conv1 forward")
+        loss, grads = model.loss_and_grads(X, y)
+    prof.kernels()    # one row per launch: op, kernel, grid, threads, GPU ms, pattern, section
+    prof.ops()        # one row per operation: its GPU ms (kernels and library calls together)
+
+How: while the profiler is active, Numba's launch (``_LaunchConfiguration.__call__`` on a GPU,
+the simulator's ``FakeCUDAKernel.__call__``) and gpulib's cuBLAS call are wrapped so that a
+CUDA event is recorded before and after each, on the default stream every gpulib kernel uses;
+the events are read after one synchronisation at the end. On the simulator the launches are
+counted, not timed.
+
+One trap: a small kernel is shorter than the time Python takes to launch it. If the GPU is
+idle, the start event completes at once and the kernel arrives tens of microseconds later,
+so the pair of events measures the launch, not the kernel. The profiler therefore first
+gives the GPU a short wait (``spin_kernel``, one thread sleeping ``SPIN_US``) so that the
+start event, the kernel and the stop event queue up behind it and run back to back. Each
+operation's ``ms`` is the sum of its launches; ``wall_ms`` is its time on the host.
+
+``memory=True`` also samples the device memory in use (the driver's total minus free) after
+every launch and operation, first freeing what Numba has queued for deallocation (it frees in
+batches), so the peak is that of the arrays alive, the quantity gpulib.summary.memory estimates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass, field
+
+from gpulib.env import cuda, on_gpu
+from gpulib.summary.patterns import pattern_of
+
+SPIN_US = 200  # longer than Python needs to launch a kernel and record two events
+
+
+@cuda.jit
+def spin_kernel(microseconds):
+    """Keep the GPU busy for a while (one thread sleeping), so the work queued next runs back to back."""
+    for _ in range(microseconds):
+        cuda.nanosleep(1000)
+
+
+@dataclass
+class Launch:
+    op: str
+    kernel: str
+    threads: int
+    events: tuple | None = None  # (start, stop) CUDA events on a GPU
+    ms: float | None = None
+
+
+@dataclass
+class Op:
+    name: str
+    wall_ms: float = 0.0
+    ms: float | None = None
+    launches: list = field(default_factory=list)
+
+
+def _threads(grid, block) -> int:
+    def total(dims):
+        dims = dims if isinstance(dims, tuple) else (dims,)
+        n = 1
+        for d in dims:
+            n *= int(d)
+        return n
+
+    return total(grid) * total(block)
+
+
+def used_bytes(flush: bool = True) -> int:
+    """Device memory in use now (the driver's view); with ``flush``, after Numba's pending frees
+    are done (Numba frees in batches: up to 10 arrays, or a share of the memory, wait in a queue)
+    and CuPy's memory pool has returned its cached blocks."""
+    ctx = cuda.current_context()
+    if flush:
+        ctx.deallocations.clear()
+        cupy = sys.modules.get("cupy")
+        if cupy is not None:  # CuPy keeps freed blocks in its pool for reuse (cuBLAS's operands)
+            cupy.get_default_memory_pool().free_all_blocks()
+    info = ctx.get_memory_info()
+    return int(info.total - info.free)
+
+
+class Profiler:
+    """Records every kernel launch (and gpulib's cuBLAS calls) while active; see the module docstring."""
+
+    def __init__(self, memory: bool = False, flush: bool = True):
+        """``memory``: sample the device memory in use; ``flush``: free Numba's queued
+        deallocations before each sample (the arrays alive), or not (the memory as the run holds it)."""
+        self.memory = memory and on_gpu()
+        self.flush = flush
+        self.launches: list[Launch] = []
+        self.op_list: list[Op] = []
+        self.peak_bytes = 0
+        self.base_bytes = 0
+        self._current: Op | None = None
+        self._undo = []
+
+    # ------------------------------------------------------------ recording
+    def _events(self):
+        if not on_gpu():
+            return None
+        start, stop = cuda.event(), cuda.event()
+        self._spin()
+        start.record()
+        return start, stop
+
+    def _spin(self):
+        self._launch_unprofiled(spin_kernel[1, 1], SPIN_US)
+
+    def _sample(self):
+        if self.memory:
+            self.peak_bytes = max(self.peak_bytes, used_bytes(self.flush))
+
+    def _record(self, kernel: str, threads: int, launch):
+        op = self._current.name if self._current else "(outside an operation)"
+        entry = Launch(op, kernel, threads)
+        entry.events = self._events()
+        result = launch()
+        if entry.events:
+            entry.events[1].record()
+        self.launches.append(entry)
+        if self._current:
+            self._current.launches.append(entry)
+        self._sample()
+        return result
+
+    @contextlib.contextmanager
+    def op(self, name: str):
+        """Mark an operation of the model: its kernels and library calls are timed together."""
+        outer, self._current = self._current, Op(name)
+        t0 = time.perf_counter()
+        try:
+            yield self._current
+        finally:
+            self._current.wall_ms = (time.perf_counter() - t0) * 1e3
+            self.op_list.append(self._current)
+            self._sample()
+            self._current = outer
+
+    # ------------------------------------------------------------ hooks
+    def _install(self):
+        from gpulib.gemm import api
+
+        prof = self
+        library = api._library
+        self._launch_unprofiled = lambda configured, *args: configured(*args)
+
+        def timed_library(A, B, C):
+            return prof._record("cuBLAS sgemm" if api.library_name() == "cublas" else "numpy matmul",
+                                A.shape[0] * B.shape[1], lambda: library(A, B, C))
+
+        api._library = timed_library
+        self._undo.append(lambda: setattr(api, "_library", library))
+        if on_gpu():
+            from numba.cuda.dispatcher import _LaunchConfiguration
+
+            launch = _LaunchConfiguration.__call__
+            self._launch_unprofiled = launch
+
+            def timed_launch(config, *args):
+                return prof._record(config.dispatcher.py_func.__name__, _threads(config.griddim, config.blockdim),
+                                    lambda: launch(config, *args))
+
+            _LaunchConfiguration.__call__ = timed_launch
+            self._undo.append(lambda: setattr(_LaunchConfiguration, "__call__", launch))
+        else:
+            from numba.cuda.simulator import kernel as sim
+
+            call = sim.FakeCUDAKernel.__call__
+
+            def counted_call(kernel, *args):
+                if kernel._device or sim._kernel_context:  # a device function, or a call inside a kernel
+                    return call(kernel, *args)
+                return prof._record(kernel.fn.__name__, _threads(kernel.grid_dim, kernel.block_dim),
+                                    lambda: call(kernel, *args))
+
+            sim.FakeCUDAKernel.__call__ = counted_call
+            self._undo.append(lambda: setattr(sim.FakeCUDAKernel, "__call__", call))
+
+    def __enter__(self):
+        if self.memory:
+            cuda.synchronize()
+            self.base_bytes = self.peak_bytes = used_bytes(True)
+        self._install()
+        return self
+
+    def __exit__(self, *exc):
+        while self._undo:
+            self._undo.pop()()
+        if on_gpu():
+            cuda.synchronize()
+            for item in self.launches:
+                item.ms = cuda.event_elapsed_time(*item.events)
+                item.events = None
+            for op in self.op_list:
+                op.ms = sum(k.ms for k in op.launches)
+        return False
+
+    # ------------------------------------------------------------ results
+    def kernels(self) -> list[dict]:
+        """One row per launch, in launch order."""
+        rows = []
+        for launch in self.launches:
+            patterns, section = pattern_of(launch.kernel)
+            rows.append(dict(op=launch.op, kernel=launch.kernel, threads=launch.threads, ms=launch.ms,
+                             pattern=patterns, section=section))
+        return rows
+
+    def ops(self) -> list[dict]:
+        """One row per operation: GPU ms (its launches' sum), wall ms on the host, its kernels' names."""
+        return [dict(op=o.name, ms=o.ms, wall_ms=o.wall_ms, kernels=[k.kernel for k in o.launches])
+                for o in self.op_list]
+
+    @property
+    def peak_above_base(self) -> int:
+        """The most device memory in use while active, above what was in use when it began."""
+        return self.peak_bytes - self.base_bytes
+
+
+def kernel_table(rows: list[dict]) -> str:
+    """The launches of ``Profiler.kernels()`` as text."""
+    lines = [f"{'operation':<18} {'kernel':<30} {'threads':>9} {'GPU ms':>8}  pattern (section)"]
+    for r in rows:
+        ms = "-" if r["ms"] is None else f"{r['ms']:.4f}"
+        lines.append(f"{r['op']:<18} {r['kernel']:<30} {r['threads']:>9} {ms:>8}  {r['pattern']} ({r['section']})")
+    return "\n".join(lines)
