@@ -53,6 +53,9 @@ PATTERNS: dict[str, tuple[str, str]] = {
     "tc_conv_kernel": ("tensor cores (WMMA), implicit GEMM", "16.5"),
     "tc_conv_nhwc_kernel": ("tensor cores (WMMA), NHWC, asynchronous copies", "16.5"),
     # 16.6
+    "weight_grad_tree_kernel": (REDUCTION + " (shared-memory tree, one block per weight)", "16.6"),
+    "bias_grad_tree_kernel": (REDUCTION + " (shared-memory tree, one block per channel)", "16.6"),
+    "spin_kernel": ("the profiler's wait (not part of the model)", "16.6"),
     "softmax_rows_kernel": (REDUCTION + " (shared-memory tree, one block per row)", "16.6"),
 }
 
