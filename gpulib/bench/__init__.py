@@ -10,6 +10,8 @@
     conv_gemm.py         16.4: GEMM against cuBLAS, im2col and implicit GEMM against cuDNN, memory
     cudnn_tensorcore.py  16.5: tensor cores, the auto-tuner, cuDNN's plans, precision
     cudnn_engines.py     16.5: cuDNN's own execution plans through the cuDNN frontend
+    summary.py           16.6: the model trained and profiled, the GPU's limits, memory estimate
+                         against the measured peak, the debugging playbook, im2col, CUDA C
 
 Each benchmark module has ``measure`` (GPU only), ``table``, plots, ``load`` / ``save`` and
 ``RESULTS``, and a script of the same name in benchmarks/ runs it. Tests never time anything.

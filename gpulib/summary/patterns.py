@@ -42,6 +42,7 @@ PATTERNS: dict[str, tuple[str, str]] = {
     "gemm_v2_kernel": ("GEMM, shared-memory tiling", "16.4"),
     "gemm_v3": (GEMM_TILED, "16.4"),
     "cuBLAS sgemm": ("GEMM (the library: cuBLAS)", "16.4"),
+    "numpy matmul": ("GEMM (the library: NumPy on the CPU, in place of cuBLAS)", "16.4"),
     "implicit_gemm": ("implicit GEMM, shared-memory tiling, no X_col", "16.4"),
     # 16.5: FFT, Winograd, tensor cores
     "spectral_product_kernel": ("FFT convolution: elementwise complex products + reduction over C", "16.5"),

@@ -148,15 +148,15 @@ class Profiler:
         from gpulib.gemm import api
 
         prof = self
-        library = api._library
+        library = api.library_matmul
         self._launch_unprofiled = lambda configured, *args: configured(*args)
 
         def timed_library(A, B, C):
             return prof._record("cuBLAS sgemm" if api.library_name() == "cublas" else "numpy matmul",
                                 A.shape[0] * B.shape[1], lambda: library(A, B, C))
 
-        api._library = timed_library
-        self._undo.append(lambda: setattr(api, "_library", library))
+        api.library_matmul = timed_library
+        self._undo.append(lambda: setattr(api, "library_matmul", library))
         if on_gpu():
             from numba.cuda.dispatcher import _LaunchConfiguration
 
