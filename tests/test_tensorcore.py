@@ -117,3 +117,48 @@ def test_tensor_core_gemm_over_several_blocks_and_steps(version, rng):
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
     C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((200, 150)))
     gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version}")
+
+
+# ---- the fragment layout of mma.m16n8k16 (16.5's diagram)
+from gpulib.tensorcore import layout  # noqa: E402
+
+
+@pytest.mark.parametrize("matrix", "abc")
+def test_every_element_has_exactly_one_lane_and_register(matrix):
+    lane_of, index_of = layout.owners(matrix)
+    assert (lane_of >= 0).all()  # every element owned
+    pairs = {(int(l), int(i)) for l, i in zip(lane_of.ravel(), index_of.ravel())}
+    assert len(pairs) == lane_of.size == 32 * layout.PER_LANE[matrix]  # nobody owns two, none shared
+    assert all(np.count_nonzero(lane_of == lane) == layout.PER_LANE[matrix] for lane in range(32))
+
+
+def test_fragment_layout_matches_the_ptx_isa_figures():
+    # PTX ISA, "Matrix fragments for mma.m16n8k16 with floating point type": lane 5 is
+    # group 1, thread_in_group 1
+    assert [layout.element("a", 5, i) for i in range(8)] == [(1, 2), (1, 3), (9, 2), (9, 3),
+                                                             (1, 10), (1, 11), (9, 10), (9, 11)]
+    assert [layout.element("b", 5, i) for i in range(4)] == [(2, 1), (3, 1), (10, 1), (11, 1)]
+    assert [layout.element("c", 5, i) for i in range(4)] == [(1, 2), (1, 3), (9, 2), (9, 3)]
+    assert layout.owner("a", 15, 15) == (31, 7)
+    with pytest.raises(ValueError, match="index must be in 0..3"):
+        layout.element("c", 0, 4)
+
+
+def test_warp_mma_from_fragments_is_the_tile_product(rng):
+    A, B, C = rng.standard_normal((16, 16)), rng.standard_normal((16, 8)), rng.standard_normal((16, 8))
+    d = layout.warp_mma(layout.gather("a", A), layout.gather("b", B), layout.gather("c", C))
+    want = A.astype(np.float16).astype(np.float64) @ B.astype(np.float16) + C.astype(np.float32)
+    np.testing.assert_allclose(layout.scatter("c", d), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(layout.scatter("a", layout.gather("a", A)), A)
+
+
+def test_tensor_core_figures_draw():
+    import matplotlib.pyplot as plt
+
+    from gpulib.figures import tensor_cores
+    from gpulib.figures.style import use_korean_font
+
+    use_korean_font()
+    for fig in (tensor_cores.fragment_layout(), tensor_cores.pipeline()):
+        assert fig.axes
+        plt.close(fig)

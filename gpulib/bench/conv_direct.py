@@ -24,16 +24,16 @@ def measure(layer=LAYER, ladder=LADDER, repeat: int = 20) -> dict:
     X, W, b = layer_inputs(layer)
     want, ref_name = M.reference_conv(X, W, b, layer)
     scale = M.magnitude(X, W, b, layer)
-    dX, dW, db = (cuda.to_device(a) for a in (X, W, b))
+    X_dev, W_dev, b_dev = (cuda.to_device(a) for a in (X, W, b))
     p, s, total = layer["padding"], layer["stride"], flop(layer)
     rows = []
     for version, group in ladder:
         name = "direct v1" if version == "v1" else f"direct v2, {group} channel(s)/block"
         out = poisoned(want.shape)
-        run = lambda: conv2d_direct(dX, dW, db, p, s, out=out, version=version, channels_per_block=group)  # noqa: E731
+        run = lambda: conv2d_direct(X_dev, W_dev, b_dev, p, s, out=out, version=version, channels_per_block=group)  # noqa: E731
         rows.append(M.checked_row(f"gpulib {name}", run, want, out=out, flop=total, scale=scale, repeat=repeat,
                                   version=version, channels_per_block=group))
-    library, run = M.cudnn_conv(dX, dW, db, layer)
+    library, run = M.cudnn_conv(X_dev, W_dev, b_dev, layer)
     rows.append(M.checked_row(library, run, want, flop=total, scale=scale, repeat=repeat, version="cudnn",
                               channels_per_block=None))
     return dict(M.header(repeat), layer=layer, gflop=total / 1e9, reference=ref_name, library=library,

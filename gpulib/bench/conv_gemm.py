@@ -57,8 +57,8 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> l
     rng = np.random.default_rng(1)
     A = rng.standard_normal((size, size)).astype(np.float32)
     B = rng.standard_normal((size, size)).astype(np.float32)
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
-    cA, cB = cupy.asarray(dA).astype(cupy.float64), cupy.asarray(dB).astype(cupy.float64)
+    A_dev, B_dev = cuda.to_device(A), cuda.to_device(B)
+    cA, cB = cupy.asarray(A_dev).astype(cupy.float64), cupy.asarray(B_dev).astype(cupy.float64)
     want = cupy.asnumpy(cA @ cB)
     scale = float((cupy.abs(cA) @ cupy.abs(cB)).max())
     del cA, cB
@@ -68,7 +68,7 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> l
     rows = []
     for name, version, shape in runs:
         out = poisoned((size, size))
-        run = lambda: matmul(dA, dB, version=version, out=out, shape=shape)  # noqa: E731
+        run = lambda: matmul(A_dev, B_dev, version=version, out=out, shape=shape)  # noqa: E731
         reps = 3 if version == "v1" else repeat  # version 1 takes a fifth of a second a run
         rows.append(M.checked_row(name, run, want, out=out, flop=2.0 * size**3, scale=scale, repeat=reps,
                                   kind=version, tile=shape))
@@ -81,17 +81,17 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
     X, W, b = layer_inputs(L)
     want, ref_name = M.reference_conv(X, W, b, L)
     scale = M.magnitude(X, W, b, L)
-    dX, dW, db = (cuda.to_device(a) for a in (X, W, b))
+    X_dev, W_dev, b_dev = (cuda.to_device(a) for a in (X, W, b))
     p, s, R, S, K = L["padding"], L["stride"], L["R"], L["S"], L["K"]
     total = flop(L)
     rows = []
 
     # im2col alone (its first 4096 columns checked), then the GEMM alone on its output
     X_col = cuda.device_array((L["C"] * R * S, want.shape[0] * want.shape[2] * want.shape[3]), np.float32)
-    rows.append(M.checked_row("im2col alone", lambda: im2col(dX, R, S, p, s, out=X_col),
+    rows.append(M.checked_row("im2col alone", lambda: im2col(X_dev, R, S, p, s, out=X_col),
                               ref.im2col(X[:2], R, S, p, s)[:, :4096], view=lambda Xc: to_host(Xc)[:, :4096],
                               repeat=repeat, kind="im2col", bytes=X_col.nbytes))
-    W_mat = dW.reshape(K, W[0].size)
+    W_mat = W_dev.reshape(K, W[0].size)
     Y_mat = cuda.device_array((K, X_col.shape[1]), np.float32)
     want_mat = (want - b.reshape(1, K, 1, 1)).transpose(1, 0, 2, 3).reshape(K, -1)  # Y_mat = W_mat · X_col
     for version, label in (("library", "cuBLAS"), ("v3", "gpulib gemm v3"), ("v2", "gpulib gemm v2")):
@@ -102,7 +102,7 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
 
     def add(name, kind, conv, **options):
         out = poisoned(want.shape)
-        rows.append(M.checked_row(name, lambda: conv(dX, dW, db, p, s, out=out, **options), want, out=out,
+        rows.append(M.checked_row(name, lambda: conv(X_dev, W_dev, b_dev, p, s, out=out, **options), want, out=out,
                                   flop=total, scale=scale, repeat=repeat, kind=kind))
 
     add("im2col + cuBLAS", "im2col+gemm", conv2d_im2col, gemm="library")
@@ -112,7 +112,7 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
         add(f"implicit precomp GEMM ({_shape_name(tile)})", "implicit", conv2d_implicit_precomp_gemm, tile=tile)
         rows[-1].update(tile=tile)
     add("direct v2, 16 channels/block (16.3)", "direct", conv2d_direct, version="v2")
-    library, run = M.cudnn_conv(dX, dW, db, L)
+    library, run = M.cudnn_conv(X_dev, W_dev, b_dev, L)
     rows.append(M.checked_row(library, run, want, flop=total, scale=scale, repeat=repeat, kind="cudnn"))
     return M.with_ratio(rows, rows[-1]["ms"]), ref_name
 

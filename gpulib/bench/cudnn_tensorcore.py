@@ -1,7 +1,8 @@
 """16.5 speed: tensor cores, cuDNN's algorithm families and mixed precision, measured on a GPU
 or read from benchmarks/results/cudnn_tensorcore.json.
 
-    tensor_cores   GEMM 4096³ fp16 → fp32: gpulib tensor-core v1-v4 against cuBLAS fp16 (CuPy);
+    tensor_cores   GEMM 4096³, fp16 operands and fp32 sums: gpulib tensor-core v1-v4 (writing
+                   fp32) against cuBLAS fp16 (CuPy, writing fp16: half the output bytes);
                    the 16.3 layer in fp16: gpulib's tensor-core conv v1 (NCHW) and v2 (NHWC)
                    against cuDNN fp16 (channels_last)
     autotune       for each layer of LAYERS: gpulib's auto-tuner ranking (every algorithm checked,
@@ -10,6 +11,9 @@ or read from benchmarks/results/cudnn_tensorcore.json.
                    cuDNN frontend, when that package is installed
     precision      one GEMM and one conv in fp32, TF32, fp16 and bf16 through PyTorch: time and
                    error against float64
+    resources      what the compiler gave each tensor-core kernel (registers, local memory,
+                   shared memory, blocks per SM), and conv v2 timed with and without its
+                   register cap (``measure_part("resources")`` adds it to stored results)
 
 Every timed row is checked first. ``benchmarks/cudnn_tensorcore.py`` is the command line.
 """
@@ -49,11 +53,11 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     want = cupy.asnumpy(cA.astype(cupy.float64) @ cB.astype(cupy.float64))
     scale = float((cupy.abs(cA).astype(cupy.float64) @ cupy.abs(cB).astype(cupy.float64)).max())
     gemm_flop = 2.0 * S**3
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    A_dev, B_dev = cuda.to_device(A), cuda.to_device(B)
     gemm_rows = []
     for version in TG.VERSIONS:
         C = poisoned((S, S))  # any element left unwritten fails the check
-        gemm_rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}", lambda: TG.launch(version, dA, dB, C),
+        gemm_rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}", lambda: TG.launch(version, A_dev, B_dev, C),
                                        want, out=C, flop=gemm_flop, scale=scale, repeat=repeat))
     cC = cupy.empty((S, S), cupy.float16)
     gemm_rows.append(M.checked_row("cuBLAS fp16 (CuPy)", lambda: cupy.matmul(cA, cB, out=cC), want, flop=gemm_flop,
@@ -67,11 +71,11 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     conv_flop = flop(L)
     X16 = cuda.to_device(X.astype(np.float16))
     W16 = cuda.to_device(W.astype(np.float16).reshape(L["K"], -1))
-    db = cuda.to_device(b)
+    b_dev = cuda.to_device(b)
     table = cuda.to_device(row_table(L["C"], L["R"], L["S"]))
     Y = poisoned(want.shape)
     conv_rows = [M.checked_row("gpulib tensor-core conv v1 (NCHW, fp16)",
-                               lambda: TC.launch_nchw(X16, W16, db, Y, L["padding"], L["stride"], table), want,
+                               lambda: TC.launch_nchw(X16, W16, b_dev, Y, L["padding"], L["stride"], table), want,
                                out=Y, flop=conv_flop, scale=scale, repeat=repeat)]
     X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)  # layout conversion outside the timing, as for cuDNN
     N, K, Ho, Wo = want.shape
@@ -146,6 +150,57 @@ def measure_precision(repeat: int = 20) -> list[dict]:
     return rows
 
 
+def measure_resources(repeat: int = 20) -> dict:
+    """Registers, local memory (spills), shared memory and blocks per SM of every tensor-core
+    kernel as compiled for the benchmark's operands; and conv v2 on the 16.3 layer with its
+    register cap (``max_registers=168``) against the same kernel compiled without it."""
+    from numba import cuda as numba_cuda
+
+    from gpulib.tensorcore import wmma
+
+    S = 256  # small operands of the benchmark's types: the compiled code is the same
+    A16, B16 = (cuda.to_device(np.ones((S, S), np.float16)) for _ in range(2))
+    for version in TG.VERSIONS:
+        TG.launch(version, A16, B16, cuda.device_array((S, S), np.float32))
+    threads = dict(v1=32 * TG.WARPS, v2=TG.V2_THREADS, v3=TG.V3_THREADS, v4=TG.V3_THREADS)
+    kernels = {f"tensor-core GEMM {v}": M.kernel_resources(getattr(TG, f"tc_gemm_{v}_kernel"), threads[v])
+               for v in TG.VERSIONS}
+
+    L = LAYER
+    X, W, b = layer_inputs(L)
+    want, _ = M.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
+    scale = M.magnitude(X, W, b, L)
+    TC.conv2d_tc(X[:1], W, b, L["padding"], L["stride"], version="v1")
+    kernels["tensor-core conv v1 (NCHW)"] = M.kernel_resources(TC.tc_conv_kernel, TC.THREADS)
+    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)
+    N, K, Ho, Wo = want.shape
+    shape = (N, L["H"], L["W"], L["R"], L["S"])
+    grid = (blocks(N * Ho * Wo, TC.V2_BM), blocks(Wt.shape[1], TC.V2_BN))
+    uncapped = numba_cuda.jit(link=wmma.LINK)(TC.tc_conv_nhwc_kernel.py_func)
+    rows = []
+    for name, kernel in (("tensor-core conv v2 (NHWC), max_registers=168", TC.tc_conv_nhwc_kernel),
+                         ("tensor-core conv v2 (NHWC), no register cap", uncapped)):
+        Yn = poisoned((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]))
+
+        def run(kernel=kernel, Yn=Yn):
+            kernel[grid, TC.V2_THREADS](X2, Wt, bias_rows, Yn, L["H"], L["W"], Ho, Wo, L["S"], L["padding"],
+                                        L["stride"])
+
+        row = M.checked_row(name, run, want, out=Yn, view=lambda Yn: TC.nhwc_rows_to_nchw(Yn, want.shape),
+                            flop=flop(L), scale=scale, repeat=repeat)
+        rows.append(dict(row, **M.kernel_resources(kernel, TC.V2_THREADS)))  # compiled by now
+    kernels["tensor-core conv v2 (NHWC)"] = {k: rows[0][k] for k in kernels["tensor-core conv v1 (NCHW)"]}
+    return dict(M.header(repeat), kernels=kernels, register_cap=rows)
+
+
+def measure_part(part: str, repeat: int = 20) -> dict:
+    """One part of ``measure``, to add to stored results (it carries its own device and date)."""
+    M.require_gpu()
+    if part != "resources":
+        raise ValueError(f"part must be 'resources' (the others are measured together by measure()), not {part!r}")
+    return measure_resources(repeat)
+
+
 def measure(repeat: int = 20, progress=print) -> dict:
     M.require_gpu()
     progress("tensor cores ...")
@@ -159,7 +214,10 @@ def measure(repeat: int = 20, progress=print) -> dict:
         engines = dict(version=cudnn_engines.available(), rows=[], note=f"listing failed: {e}")
     progress("precision ...")
     prec = measure_precision(repeat)
-    return dict(M.header(repeat), tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec)
+    progress("kernel resources ...")
+    resources = measure_resources(repeat)
+    return dict(M.header(repeat), tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec,
+                resources=resources)
 
 
 def load(path=RESULTS) -> dict:
@@ -170,7 +228,7 @@ def save(results: dict, path=RESULTS) -> None:
     M.save(results, path)
 
 
-PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision")
+PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision", "resources")
 
 
 def _ranking(layer: dict) -> list[autotune.Result]:
@@ -183,7 +241,8 @@ def table(results: dict, parts=PARTS) -> str:
     lines = [f"{results['device']}, {results['date']}, {results['timing']}"]
     tc = results["tensor_cores"]
     if "tensor_cores" in parts:
-        lines.append(f"Tensor cores: GEMM {tc['gemm']['size']}^3 fp16 -> fp32")
+        lines.append(f"Tensor cores: GEMM {tc['gemm']['size']}^3, fp16 operands, fp32 sums "
+                     "(gpulib writes fp32, cuBLAS via CuPy writes fp16)")
         lines += M.rows_table(tc["gemm"]["rows"], "cuBLAS", width=54)
         lines.append("Tensor cores: conv (16.3 layer) in fp16")
         lines += M.rows_table(tc["conv"]["rows"], "cuDNN", width=54)
@@ -214,6 +273,22 @@ def table(results: dict, parts=PARTS) -> str:
         for r in results["precision"]:
             lines.append(f"  {r['op']:<24} {r['format']:<5} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s  "
                          f"err {r['rel_err']:.1e}")
+    if "resources" in parts and "resources" in results:
+        lines += resources_table(results["resources"]).splitlines()
+    return "\n".join(lines)
+
+
+def resources_table(resources: dict) -> str:
+    """The compiler's allocation per tensor-core kernel, then conv v2 with and without its cap."""
+    lines = [f"Kernel resources ({resources['device']}, {resources['date']}): per thread, per block, per SM",
+             f"  {'kernel':<30} {'registers':>9} {'local B':>8} {'shared B':>9} {'threads':>8} {'blocks/SM':>10}"]
+    for name, k in resources["kernels"].items():
+        lines.append(f"  {name:<30} {k['registers']:9d} {k['local_bytes']:8d} {k['shared_bytes']:9d} "
+                     f"{k['threads']:8d} {k['blocks_per_sm']:10d}")
+    lines.append("  the 16.3 layer, fp16:")
+    for r in resources["register_cap"]:
+        lines.append(f"  {r['name']:<48} {r['ms']:7.3f} ms {r['tflops']:6.1f} TFLOP/s  {r['registers']} registers, "
+                     f"{r['local_bytes']} B local, {r['blocks_per_sm']} blocks/SM")
     return "\n".join(lines)
 
 

@@ -10,6 +10,8 @@
                      time / this row's time (its speed relative to cuBLAS or cuDNN, higher is
                      better; 1.0 is the library itself)
     header           device, date and timing method, stored with every result
+    kernel_resources registers and local memory per thread, shared memory per block, and the
+                     blocks of a given size that fit on one SM, of a compiled Numba kernel
     load / save      the JSON files under benchmarks/results/
 """
 
@@ -143,6 +145,31 @@ def rows_table(rows: list[dict], library: str, width: int = 58, indent: str = " 
         lines.append(f"{indent}{r['name']:<{width}} {r['ms']:8.3f} {fmt(r.get('tflops'), '8.2f'):>8} "
                      f"{ratio_text(r.get('vs_library')):>12} {fmt(r.get('rel_err'), '8.1e'):>8}")
     return lines
+
+
+REGISTERS_PER_SM = 65536  # every NVIDIA GPU from Volta to Hopper
+REGISTER_UNIT = 256  # registers are given to a warp in units of 256
+THREADS_PER_SM, BLOCKS_PER_SM = 2048, 32  # Hopper's limits per SM
+
+
+def kernel_resources(kernel, threads: int) -> dict:
+    """What the compiler gave a compiled kernel (its one specialization), and how many blocks of
+    ``threads`` fit on one SM by its registers and by the SM's thread and block limits."""
+    def one(value):  # Numba answers per specialization when none is named
+        if isinstance(value, dict):
+            if len(value) != 1:
+                raise ValueError(f"kernel has {len(value)} compiled specializations; needs exactly one")
+            (value,) = value.values()
+        return value
+
+    regs = one(kernel.get_regs_per_thread())
+    per_warp = -(-regs * 32 // REGISTER_UNIT) * REGISTER_UNIT
+    warps = -(-threads // 32)
+    by_registers = REGISTERS_PER_SM // (per_warp * warps)
+    return dict(registers=regs, local_bytes=one(kernel.get_local_mem_per_thread()),
+                shared_bytes=one(kernel.get_shared_mem_per_block()), threads=threads,
+                blocks_per_sm=min(by_registers, THREADS_PER_SM // threads, BLOCKS_PER_SM),
+                blocks_by_registers=by_registers)
 
 
 def load(path: Path) -> dict:

@@ -94,7 +94,7 @@ def measure_training(progress=print) -> dict:
                 epoch_loss=epoch_loss, train_acc=history.epoch_train_acc, test_acc=history.epoch_test_acc)
 
 
-BREAKDOWNS = ((64, "tree"), (4096, "thread"), (4096, "tree"))  # (batch, how dW and db are summed)
+BREAKDOWNS = ((64, "tree"), (4096, "thread"), (4096, "tree"))  # (batch, how the gradients dW and db are summed)
 
 
 def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat: int = 5) -> list[dict]:
@@ -104,21 +104,21 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
     for batch, reduction in breakdowns:
         model = BookCNN(channels=CHANNELS, algorithms_per_layer=algorithms, reduction=reduction)
         X, y = _images(batch)
-        dX, dy = cuda.to_device(X), cuda.to_device(y)
+        X_dev, y_dev = cuda.to_device(X), cuda.to_device(y)
         for _ in range(2):  # compile, tune and warm up
-            model.step(model.loss_and_grads(dX, dy)[1], 1e-9)
+            model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9)
         cuda.synchronize()
         walls = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            model.step(model.loss_and_grads(dX, dy)[1], 1e-9)
+            model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9)
             cuda.synchronize()
             walls.append((time.perf_counter() - t0) * 1e3)
         runs = []
         for _ in range(repeat):
             with Profiler() as prof:
                 model.profiler = prof
-                model.step(model.loss_and_grads(dX, dy)[1], 1e-9)
+                model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9)
             model.profiler = NO_PROFILER
             runs.append((prof.kernels(), prof.ops()))
         kernels = runs[0][0]
@@ -321,10 +321,10 @@ def measure_playbook(repeat: int = 20) -> dict:
     for n in (1, 8, 32):
         layer = dict(L, N=n)
         Xn, Wn, bn = layer_inputs(layer)
-        dX, dW, db = cuda.to_device(Xn), cuda.to_device(Wn), cuda.to_device(bn)
+        X_dev, W_dev, b_dev = cuda.to_device(Xn), cuda.to_device(Wn), cuda.to_device(bn)
         Y = cuda.device_array((n, L["K"], L["H"], L["W"]), np.float32)
-        gpulib_run = lambda dX=dX, dW=dW, db=db, Y=Y: algorithms.conv2d(  # noqa: E731
-            dX, dW, db, 1, 1, algorithm="implicit_precomp_gemm", out=Y)
+        gpulib_run = lambda X_dev=X_dev, W_dev=W_dev, b_dev=b_dev, Y=Y: algorithms.conv2d(  # noqa: E731
+            X_dev, W_dev, b_dev, 1, 1, algorithm="implicit_precomp_gemm", out=Y)
         gpulib_run()
         validate(Y, M.reference_conv(Xn, Wn, bn, layer)[0], scale=M.magnitude(Xn, Wn, bn, layer), name="conv")
         wall, event = _wall_and_events(gpulib_run)
@@ -348,10 +348,10 @@ def measure_im2col(repeat: int = 20) -> dict:
     R, S, p, s = L["R"], L["S"], L["padding"], L["stride"]
     small = X[:2]  # the float64 reference on two images; the full size against version 1's output
     want_small = ref.im2col(small, R, S, p, s)
-    dX = cuda.to_device(X)
+    X_dev = cuda.to_device(X)
     rows_total = L["C"] * R * S
     X_col = cuda.device_array((rows_total, L["N"] * L["H"] * L["W"]), np.float32)
-    I.im2col(dX, R, S, p, s, out=X_col, version="v1")
+    I.im2col(X_dev, R, S, p, s, out=X_col, version="v1")
     v1 = X_col.copy_to_host()
     nbytes = X.nbytes + X_col.size * 4
     runs = {
@@ -366,10 +366,10 @@ def measure_im2col(repeat: int = 20) -> dict:
         got = run(cuda.to_device(small), poisoned(want_small.shape))
         validate(got, want_small, name=name)
         out = poisoned(X_col.shape)
-        run(dX, out)
+        run(X_dev, out)
         if not np.array_equal(out.copy_to_host(), v1):
             raise AssertionError(f"{name} differs from version 1 on the full layer")
-        ms = benchmark(lambda run=run, out=out: run(dX, out), repeat=repeat).median_ms
+        ms = benchmark(lambda run=run, out=out: run(X_dev, out), repeat=repeat).median_ms
         rows.append(dict(name=name, ms=ms, gbps=nbytes / ms / 1e6))
     n = X_col.size
     flat = X_col.reshape(n)
@@ -392,11 +392,11 @@ def measure_cuda_c(repeat: int = 10) -> dict:
     X, W, b = layer_inputs(L)
     want, _ = M.reference_conv(X, W, b, L)
     scale = M.magnitude(X, W, b, L)
-    dX, dW, db = cuda.to_device(X), cuda.to_device(W), cuda.to_device(b)
+    X_dev, W_dev, b_dev = cuda.to_device(X), cuda.to_device(W), cuda.to_device(b)
     rows = []
-    for name, run in (("Numba direct v1", lambda out: direct.conv2d_direct(dX, dW, db, 1, 1, out=out, version="v1")),
+    for name, run in (("Numba direct v1", lambda out: direct.conv2d_direct(X_dev, W_dev, b_dev, 1, 1, out=out, version="v1")),
                       ("CUDA C direct (one thread per output)",
-                       lambda out: cuda_c.conv2d_direct_c(dX, dW, db, 1, 1, out=out))):
+                       lambda out: cuda_c.conv2d_direct_c(X_dev, W_dev, b_dev, 1, 1, out=out))):
         Y = poisoned(want.shape)
         rows.append(M.checked_row(name, lambda run=run, Y=Y: run(Y), want, out=Y, flop=flop(L), scale=scale,
                                   repeat=repeat))
@@ -411,15 +411,15 @@ def measure_softmax(repeat: int = 20) -> list[dict]:
         Z = (np.random.default_rng(cols).standard_normal((rows_n, cols)) * 4).astype(np.float32)
         labels = np.zeros(rows_n, np.int32)
         want = ref.softmax(Z)
-        dZ, dl = cuda.to_device(Z), cuda.to_device(labels)
+        Z_dev, labels_dev = cuda.to_device(Z), cuda.to_device(labels)
         P = poisoned(Z.shape)
-        softmax_rows(dZ, out=P)
+        softmax_rows(Z_dev, out=P)
         tree_err = validate(P, want, name="softmax_rows").rel_err
-        tree = benchmark(lambda: softmax_rows(dZ, out=P), repeat=repeat).median_ms
-        got, _ = mlp.softmax_cross_entropy(dZ, dl)
+        tree = benchmark(lambda: softmax_rows(Z_dev, out=P), repeat=repeat).median_ms
+        got, _ = mlp.softmax_cross_entropy(Z_dev, labels_dev)
         # one thread adds up 32768 terms in a row, each rounding: a looser bound than the tree's
         serial_err = validate(got, want, rtol=1e-4, name="softmax_xent (one thread per row)").rel_err
-        one = benchmark(lambda: mlp.softmax_cross_entropy(dZ, dl), repeat=repeat).median_ms
+        one = benchmark(lambda: mlp.softmax_cross_entropy(Z_dev, labels_dev), repeat=repeat).median_ms
         rows.append(dict(rows=rows_n, cols=cols, tree_ms=tree, thread_per_row_ms=one, tree_rel_err=tree_err,
                          thread_per_row_rel_err=serial_err))
     return rows

@@ -1,0 +1,104 @@
+"""16.5, figures: who holds what in a tensor-core instruction, and how an asynchronous copy
+pipeline overlaps the copies with the tensor-core work.
+
+    fragment_layout   the A (16x16), B (16x8) and C (16x8) tiles of mma.m16n8k16, every
+                      element coloured by the lane that holds it, two lanes' registers named
+    pipeline          a timeline of tensor-core GEMM v3 (copy, barrier, multiply, barrier) against
+                      v4 (two shared tiles: the copy of step k+1 runs while step k multiplies)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpulib.tensorcore import layout
+
+SHOWN_LANES = (0, 5)
+
+
+def fragment_layout(lanes=SHOWN_LANES):
+    """Three panels: A, B and C of one mma.m16n8k16, each element's lane as a colour (lanes of
+    one group of four share a hue family), the registers of ``lanes`` written in their cells."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 5.4), gridspec_kw=dict(width_ratios=[16, 8, 8]))
+    cmap = plt.get_cmap("tab20b", 32)
+    for ax, matrix, title in zip(axes, "abc", ("A: 16×16 fp16, 레인마다 a0..a7",
+                                                "B: 16×8 fp16, 레인마다 b0..b3",
+                                                "C, D: 16×8 fp32, 레인마다 c0..c3")):
+        lane_of, index_of = layout.owners(matrix)
+        shown = np.isin(lane_of, lanes)
+        ax.imshow(lane_of, cmap=cmap, vmin=-0.5, vmax=31.5, alpha=np.where(shown, 1.0, 0.35))
+        for (r, c), lane in np.ndenumerate(lane_of):
+            if lane in lanes:
+                ax.text(c, r, f"{lane}\n{matrix}{index_of[r, c]}", ha="center", va="center", fontsize=6.5,
+                        color="white")
+            else:
+                ax.text(c, r, str(lane), ha="center", va="center", fontsize=5.5, color="0.25")
+        rows, cols = lane_of.shape
+        ax.set_xticks(range(cols))
+        ax.set_yticks(range(rows))
+        ax.tick_params(labelsize=6)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("열 (k)" if matrix == "a" else "열 (n)")
+        ax.set_ylabel("행 (m)" if matrix != "b" else "행 (k)")
+    fig.suptitle(f"mma.m16n8k16 한 번의 피연산자: 칸의 숫자는 그 원소를 가진 레인 (진하게: 레인 {', '.join(map(str, lanes))}의 레지스터)",
+                 fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def pipeline(steps: int = 4, copy: float = 3.0, multiply: float = 2.0, barrier: float = 0.3):
+    """Two timelines of one block over ``steps`` K steps (durations are relative, not measured):
+    v3 copies tile k into shared memory, waits at a barrier, multiplies, waits again; v4 issues
+    the copy of tile k+1 into the other shared tile and multiplies tile k meanwhile."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    colours = dict(copy=("tab:blue", "tab:cyan"), mma="tab:orange", barrier="0.5")
+    fig, ax = plt.subplots(figsize=(12, 4.2))
+
+    def bar(row, start, length, colour, text=""):
+        ax.barh(row, length, left=start, height=0.6, color=colour, edgecolor="white")
+        if text:
+            ax.text(start + length / 2, row, text, ha="center", va="center", fontsize=8, color="white")
+
+    t = 0.0  # v3: copy through registers, barrier, multiply, barrier; nothing overlaps
+    for k in range(steps):
+        bar(3, t, copy, colours["copy"][0], f"타일 {k} 복사")
+        t += copy
+        bar(3, t, barrier, colours["barrier"])
+        t += barrier
+        bar(2.3, t, multiply, colours["mma"], f"타일 {k} 곱")
+        t += multiply
+        bar(3, t, barrier, colours["barrier"])
+        t += barrier
+    v3_end = t
+    # v4: tile 0's copy first; then at each step the copy of k+1 (into the other buffer) starts
+    # and the tensor cores multiply tile k; the step ends when both are done (wait + barrier)
+    bar(1, 0.0, copy, colours["copy"][0], "타일 0, 버퍼 0")
+    t = copy
+    for k in range(steps):
+        bar(1, t, barrier, colours["barrier"])
+        t += barrier
+        if k + 1 < steps:
+            bar(1, t, copy, colours["copy"][(k + 1) % 2], f"타일 {k + 1}, 버퍼 {(k + 1) % 2}")
+        bar(0.3, t, multiply, colours["mma"], f"타일 {k} 곱 (버퍼 {k % 2})")
+        t += max(copy if k + 1 < steps else 0.0, multiply)
+    v4_end = t + barrier
+    ax.axvline(v3_end, color="tab:red", ls=":", lw=1)
+    ax.axvline(v4_end, color="tab:green", ls=":", lw=1)
+    ax.text(v3_end, 3.55, "v3 끝", color="tab:red", ha="right", fontsize=8)
+    ax.text(v4_end, 1.55, "v4 끝", color="tab:green", ha="right", fontsize=8)
+    ax.set_yticks([3, 2.3, 1, 0.3])
+    ax.set_yticklabels(["v3 복사 (레지스터 경유)", "v3 텐서 코어", "v4 cp.async 복사", "v4 텐서 코어"])
+    ax.set_xlabel("시간 (개념도: 길이는 비율만 뜻한다, 측정값이 아니다)")
+    ax.legend(handles=[Patch(color=colours["copy"][0], label="전역에서 셰어드로 복사 (버퍼 0)"),
+                       Patch(color=colours["copy"][1], label="복사 (버퍼 1)"),
+                       Patch(color=colours["mma"], label="텐서 코어 곱"),
+                       Patch(color=colours["barrier"], label="기다림 + 장벽")],
+              fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4)
+    ax.set_xlim(0, v3_end * 1.02)
+    ax.set_title(f"K 단계 {steps}개: v3는 복사와 곱이 번갈아, v4는 다음 타일의 복사가 지금 타일의 곱과 겹친다", fontsize=10)
+    fig.tight_layout()
+    return fig
