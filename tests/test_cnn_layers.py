@@ -98,3 +98,64 @@ def test_max_pool_propagates_nan_as_the_reference_does(rng):
     dY = rng.standard_normal((1, 2, 2, 2)).astype(np.float32)
     dX = cnn.max_pool2d_backward(dY, argmax, X.shape, 2, out=gpulib.poisoned(X.shape))
     gpulib.validate(dX, ref.max_pool2d_backward(X, dY, 2), name="max pool dX with NaN")
+
+
+# ---- 16.2's rules of the convolution (gpulib.cnn.anatomy), held against the kernels
+from gpulib.cnn import anatomy  # noqa: E402
+
+
+@pytest.mark.parametrize("padding, stride, H", [(0, 1, 7), (1, 1, 7), (1, 2, 8), (1, 2, 9), (0, 3, 10), (2, 2, 7)])
+def test_transposed_conv_is_the_kernels_dX(padding, stride, H, rng):
+    X = rng.standard_normal((2, 3, H, H + 1)).astype(np.float32)
+    W = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    dY = rng.standard_normal(ref.conv2d(X, W, None, padding, stride).shape).astype(np.float32)
+    want = anatomy.transposed_conv(dY, W, X.shape, padding, stride)
+    np.testing.assert_allclose(want, ref.conv2d_backward(X, W, dY, padding, stride)[0], atol=1e-9)
+    dX = cnn.conv2d_backward(X, W, dY, padding, stride)[0]
+    scale = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), padding, stride)[0].max()
+    gpulib.validate(dX, want, scale=scale, name="dX as a transposed convolution")
+
+
+def test_channel_terms_and_1x1_and_receptive_field(rng):
+    X = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    W = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    Y = cnn.conv2d_forward(X, W, b, padding=1)
+    terms = anatomy.per_channel_terms(X, W, padding=1, n=1, k=2)
+    gpulib.validate(Y.copy_to_host()[1, 2], terms.sum(axis=0) + b[2], scale=ref.conv2d_magnitude(X, W, b, 1).max(),
+                    name="sum over channels")
+    W1 = rng.standard_normal((5, 3, 1, 1)).astype(np.float32)
+    gpulib.validate(cnn.conv2d_forward(X, W1, b[:1].repeat(5)), anatomy.conv1x1_as_matmul(X, W1, b[:1].repeat(5)),
+                    scale=ref.conv2d_magnitude(X, W1, b[:1].repeat(5)).max(), name="1x1 as a matrix product")
+    with pytest.raises(ValueError, match=r"\[K, C, 1, 1\]"):
+        anatomy.conv1x1_as_matmul(X, W)
+    layers = [("conv", 3, 1), ("conv", 3, 1), ("pool", 2, 2), ("conv", 3, 1)]
+    sizes = [r["size"] for r in anatomy.receptive_field(layers)]
+    assert sizes == [3, 5, 6, 10]
+    # brute force along one axis: which inputs reach the middle output of the whole stack
+    n_in = 40
+    reach = np.eye(n_in)  # row i: an impulse at input i
+    for _, R, stride in layers:
+        reach = np.stack([[row[j:j + R].max() for j in range(0, len(row) - R + 1, stride)] for row in reach])
+    middle = reach.shape[1] // 2
+    assert np.count_nonzero(reach[:, middle]) == sizes[-1]
+
+
+def test_strides_of_the_two_layouts():
+    assert anatomy.strides_in("NCHW", (2, 64, 56, 56)) == dict(n=64 * 56 * 56 * 4, c=56 * 56 * 4, h=56 * 4, w=4)
+    assert anatomy.strides_in("NHWC", (2, 64, 56, 56)) == dict(n=64 * 56 * 56 * 4, c=4, h=56 * 64 * 4, w=64 * 4)
+
+
+def test_the_16_2_figures_draw(rng):
+    import matplotlib.pyplot as plt
+
+    from gpulib.figures import cnn_components as F
+    from gpulib.figures.style import use_korean_font
+
+    use_korean_font()
+    X, W = rng.standard_normal((1, 3, 6, 6)), rng.standard_normal((2, 3, 3, 3))
+    figs = [F.padding_stride(), F.receptive_field([("conv", 3, 1), ("pool", 2, 2)]), F.channel_sum(X, W),
+            F.transposed_conv(rng.standard_normal((1, 1, 3, 3)), rng.standard_normal((1, 1, 3, 3)), (1, 1, 6, 6), 1, 2)]
+    assert all(fig.axes for fig in figs)
+    for fig in figs:
+        plt.close(fig)

@@ -14,7 +14,7 @@ assert use_korean_font(), "the NanumGothic font of koreanize-matplotlib should b
 
 from gpulib.data import Split, load_digits
 from gpulib.mlp import MLP, History, train
-from gpulib.figures.learning_rate_explorer import LearningRateExplorer, quadratic_path
+from gpulib.figures.learning_rate_explorer import LearningRateExplorer, quadratic_path, quadratic_regime
 
 
 @pytest.fixture(scope="module")
@@ -82,14 +82,23 @@ def test_quadratic_path(lr, behaviour):
 
 
 @pytest.mark.parametrize("losses, word", [
-    ([2.3, 1.0, 0.5], "수렴 중"),
-    ([2.3, 2.2, 2.1], "거의 움직이지 않음"),
+    ([2.3, 1.0, 0.5], "수렴 중 (손실 78% 감소)"),
+    ([2.3, 2.0, 1.633], "천천히 내려감 (손실 29% 감소)"),  # a 29% fall is not "barely moving"
+    ([2.3, 2.29, 2.25], "거의 움직이지 않음 (손실 2% 감소)"),
     ([2.3, 9.0, 2.0], "불안정 (손실이 튀어 오름)"),
     ([2.3, 3.0, 2.5], "발산"),
     ([2.3, float("nan")], "발산"),
 ])
 def test_verdict(losses, word):
     assert LearningRateExplorer.verdict(History(0.1, step_loss=losses)) == word
+
+
+@pytest.mark.parametrize("lr, word", [(0.2, "수렴"), (0.25, "수렴"), (0.4, "진동하며 수렴"),
+                                      (0.5, "경계: ±θ₀ 사이를 영원히 오감"), (0.55, "발산")])
+def test_quadratic_regime_has_a_boundary_at_eta_a_2(lr, word):
+    assert quadratic_regime(lr, 4.0) == word
+    if word.startswith("경계"):  # the path neither grows nor shrinks
+        np.testing.assert_allclose(np.abs(quadratic_path(lr, 4.0, steps=50)), 1.0)
 
 
 def test_explorer_trains_once_per_rate_and_reports(tiny, monkeypatch):
@@ -102,6 +111,39 @@ def test_explorer_trains_once_per_rate_and_reports(tiny, monkeypatch):
     assert bytes(explorer.plot.value).startswith(b"\x89PNG")
     first = explorer.runs[0.3]
     explorer.slider.value = 0.3  # same value: no new run
+    explorer.wait(60)
     assert explorer.runs[0.3] is first and len(explorer.runs) == 1
     explorer.slider.value = 1.0  # a new value trains a new model
+    explorer.wait(60)
     assert set(explorer.runs) == {0.3, 1.0}
+
+
+def test_explorer_rounds_eta_as_the_slider_shows_it(tiny, monkeypatch):
+    explorer = LearningRateExplorer(tiny, sizes=[64, 4, 10], epochs=1, batch_size=32, train_samples=32)
+    explorer.update(10 ** -0.125)  # the slider's 0.750 is 0.74989...
+    assert set(explorer.runs) == {0.75} and "η = 0.75:" in explorer.status.value
+    fig = explorer.figure(10 ** -0.125)
+    assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == ["η=0.75"]
+
+
+def test_key_presses_during_a_training_give_one_more_training(tiny, monkeypatch):
+    import threading
+
+    explorer = LearningRateExplorer(tiny, sizes=[64, 4, 10], epochs=1, batch_size=32, train_samples=32)
+    started, release, trained = threading.Event(), threading.Event(), []
+    monkeypatch.setattr(explorer, "render_png", lambda lr: b"")
+
+    def slow_run(lr):
+        trained.append(lr)
+        started.set()
+        release.wait(30)  # the first training is still running while the keys are pressed
+        return History(lr, step_loss=[2.3, 2.0])
+
+    monkeypatch.setattr(explorer, "run", slow_run)
+    explorer._on_change({"new": 0.2})
+    assert started.wait(30)
+    for lr in (0.3, 0.4, 0.5):
+        explorer._on_change({"new": lr})
+    release.set()
+    explorer.wait(30)
+    assert trained == [0.2, 0.5]  # the first, then only the newest

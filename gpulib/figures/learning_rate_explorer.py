@@ -1,13 +1,20 @@
 """16.1, figure: the learning-rate explorer (ipywidgets + matplotlib).
 
 Left: gradient descent θ ← θ - η f'(θ) on f(θ) = ½ a θ², drawn instantly: it converges for
-η < 2/a, oscillates as η nears 2/a and diverges beyond. Right: the MLP trained on the digits
-with the gpulib kernels for the chosen η; every run is kept, so curves can be compared.
+η·a < 1, converges while oscillating for 1 < η·a < 2, bounces between ±θ₀ forever at η·a = 2
+and diverges beyond. Right: the MLP trained on the digits with the gpulib kernels for the
+chosen η; every run is kept, so curves can be compared.
+
+η is rounded to the slider's three significant digits everywhere (training, legend, status),
+so what the reader set is what the figure says. Training runs in a worker thread that takes
+only the newest η: several key presses during one training give one more training, not one
+each. ``quadratic_regimes`` is the static figure of the four regimes.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -24,6 +31,40 @@ def quadratic_path(lr: float, curvature: float = 1.0, theta0: float = 1.0, steps
     return np.array(theta)
 
 
+def quadratic_regime(lr: float, curvature: float) -> str:
+    """The word for gradient descent on ½·a·θ² with step η: θ is multiplied by 1 - η·a each step."""
+    ratio = lr * curvature
+    if math.isclose(ratio, 2.0, rel_tol=1e-9):
+        return "경계: ±θ₀ 사이를 영원히 오감"
+    if ratio < 1 or math.isclose(ratio, 1.0):
+        return "수렴"
+    return "진동하며 수렴" if ratio < 2 else "발산"
+
+
+def rounded(lr: float) -> float:
+    """η as the slider shows it (three significant digits)."""
+    return float(f"{lr:.3g}")
+
+
+def quadratic_regimes(curvature: float = 4.0, ratios=(0.5, 1.5, 2.0, 2.2), steps: int = 12):
+    """A static figure: θ_t for η·a in ``ratios`` (below 1, between 1 and 2, exactly 2, above 2)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(ratios), figsize=(3.2 * len(ratios), 2.9), sharey=True)
+    for ax, ratio in zip(axes, ratios):
+        lr = ratio / curvature
+        path = quadratic_path(lr, curvature, steps=steps)
+        ax.axhline(0, color="0.7", lw=0.8)
+        ax.plot(np.arange(steps + 1), np.clip(path, -3, 3), "o-", ms=3, color="tab:red")
+        ax.set_title(f"η·a = {ratio:g}: {quadratic_regime(lr, curvature)}", fontsize=9)
+        ax.set_xlabel("스텝")
+        ax.set_ylim(-3.2, 3.2)
+    axes[0].set_ylabel("θ (±3에서 자름)")
+    fig.suptitle(f"f(θ) = ½·{curvature:g}·θ² 위의 경사 하강: θ는 매 스텝 (1 − η·a)배가 된다", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 class LearningRateExplorer:
     """Pick η on a log slider; see the quadratic's path and the MLP's training loss for it."""
 
@@ -36,6 +77,9 @@ class LearningRateExplorer:
         self.sizes, self.epochs, self.batch_size, self.seed = sizes, epochs, batch_size, seed
         self.curvature = curvature
         self.runs: dict[float, History] = {}
+        self._lock = threading.Lock()
+        self._pending: float | None = None
+        self._worker: threading.Thread | None = None
         self.slider = widgets.FloatLogSlider(
             value=lr, base=10, min=-2, max=1, step=0.125, description="η",
             continuous_update=False, readout_format=".3g",
@@ -48,8 +92,9 @@ class LearningRateExplorer:
         self.view = widgets.VBox([self.slider, self.status, self.plot])
 
     def run(self, lr: float) -> History:
-        """Train a fresh MLP (same initial weights every time) with learning rate ``lr``."""
-        lr = float(f"{lr:.4g}")
+        """Train a fresh MLP (same initial weights every time) with learning rate ``lr``
+        (rounded as the slider shows it)."""
+        lr = rounded(lr)
         if lr not in self.runs:
             model = MLP(self.sizes, seed=self.seed)
             self.runs[lr] = train(model, self.data, lr, self.epochs, self.batch_size,
@@ -57,21 +102,51 @@ class LearningRateExplorer:
         return self.runs[lr]
 
     def _on_change(self, change) -> None:
-        self.update(change["new"])
+        """Queue the newest η for the worker; start it if it is idle. Values that arrive while a
+        training runs replace one another, so only the last of them is trained next."""
+        with self._lock:
+            self._pending = change["new"]
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self._worker = threading.Thread(target=self._drain, daemon=True)
+            self._worker.start()
+
+    def _drain(self) -> None:
+        while True:
+            with self._lock:
+                lr, self._pending = self._pending, None
+                if lr is None:
+                    self._worker = None
+                    return
+            try:
+                self.update(lr)
+            except Exception as err:  # shown where the reader looks, not lost in a thread
+                self.status.value = f"η = {lr:.3g}: 오류 {type(err).__name__}: {err}"
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the worker has trained every queued η (for scripts and tests)."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
 
     @staticmethod
     def verdict(history: History) -> str:
-        """A word for the run: diverged, unstable, converging or barely moving."""
+        """A word for the run: diverged, unstable, converging, slowly falling or barely moving,
+        with how much the loss fell from the first step to the last."""
         losses = history.step_loss
         if not all(math.isfinite(v) for v in losses) or losses[-1] > losses[0]:
             return "발산"
         if max(losses) > 1.5 * losses[0]:
             return "불안정 (손실이 튀어 오름)"
-        if losses[-1] < 0.7 * losses[0]:
-            return "수렴 중"
-        return "거의 움직이지 않음"
+        fall = 1 - losses[-1] / losses[0]
+        if fall >= 0.5:
+            return f"수렴 중 (손실 {fall:.0%} 감소)"
+        if fall >= 0.05:
+            return f"천천히 내려감 (손실 {fall:.0%} 감소)"
+        return f"거의 움직이지 않음 (손실 {fall:.0%} 감소)"
 
     def update(self, lr: float) -> None:
+        lr = rounded(lr)
         self.status.value = f"η = {lr:.3g}: gpulib 커널로 학습하는 중..."
         history = self.run(lr)
         first, last = history.step_loss[0], history.step_loss[-1]
@@ -105,6 +180,7 @@ class LearningRateExplorer:
         import matplotlib.pyplot as plt
         from matplotlib.ticker import FuncFormatter, NullFormatter
 
+        lr = rounded(lr)
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
         path = quadratic_path(lr, self.curvature)
         grid = np.linspace(-1.6, 1.6, 200)
@@ -114,7 +190,7 @@ class LearningRateExplorer:
         shown = path[: np.argmin(inside)] if escaped else path  # stop where the path leaves the plot
         left.plot(shown, 0.5 * self.curvature * shown**2, "o-", color="tab:red", ms=3)
         ratio = lr * self.curvature
-        state = "수렴" if ratio < 1 else "진동하며 수렴" if ratio < 2 else "발산"
+        state = quadratic_regime(lr, self.curvature)
         note = f", {len(shown)}번째 이후 그림 밖으로" if escaped else ""
         left.set_title(f"f(θ) = ½·{self.curvature:g}·θ² 위의 경사 하강: η·a = {ratio:.2g}, {state}{note}",
                        fontsize=10)
@@ -122,8 +198,8 @@ class LearningRateExplorer:
         for other, hist in sorted(self.runs.items()):
             losses = np.array(hist.step_loss, dtype=float)
             losses[~np.isfinite(losses)] = np.nan
-            style = dict(lw=2.2, color="tab:red") if math.isclose(other, float(f"{lr:.4g}")) else dict(lw=1, alpha=0.5)
-            right.plot(np.arange(1, len(losses) + 1), losses, label=f"η={other:g}", **style)
+            style = dict(lw=2.2, color="tab:red") if other == lr else dict(lw=1, alpha=0.5)
+            right.plot(np.arange(1, len(losses) + 1), losses, label=f"η={other:.3g}", **style)
         finite = [v for h in self.runs.values() for v in h.step_loss if math.isfinite(v) and v > 0]
         if finite and max(finite) / min(finite) > 20:  # several decades: a log axis shows them all
             right.set_yscale("log")
