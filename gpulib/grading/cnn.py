@@ -125,9 +125,9 @@ def check_max_pool_backward(kernel, hidden: bool = False, seed: int | None = Non
         out = run_max_pool_backward(kernel, X, dY, trace=i == 0)
         dX = out[1]["dX"] if i == 0 else out["dX"]
         core.compare(dX, reference.max_pool2d_backward(X, dY), "dX", seed, rtol=1e-7, scale=1.0, known={
-            "ties_to_all": (lambda: pool_backward_candidates(X, dY)[0], "최댓값이 같은 원소가 여럿인 창에서 기울기를 모두에게 보냈다. 순전파의 출력은 "
-                                      "그중 하나에서 왔으므로 기울기도 하나(행 우선으로 첫 번째)에만 가야 한다. "
-                                      "그렇지 않으면 기울기의 합이 dY보다 커진다."),
+            "ties_to_all": (lambda: pool_backward_candidates(X, dY)[0], "최댓값이 같은 원소가 여럿인 창에서 그래디언트를 모두에게 보냈다. 순전파의 출력은 "
+                                      "그중 하나에서 왔으므로 그래디언트도 하나(행 우선으로 첫 번째)에만 가야 한다. "
+                                      "그렇지 않으면 그래디언트의 합이 dY보다 커진다."),
             "last_tie": (lambda: pool_backward_candidates(X, dY)[1], "같은 최댓값 가운데 마지막 것에 보냈다 (>= 비교). 순전파와 같은 규칙, 첫 번째여야 한다."),
         }, hint="창 밖에 남는 행/열(H, W가 홀수일 때)의 dX도 0으로 써야 한다.")
     core.passed("max_pool_backward_kernel (같은 최댓값 포함)", seed)
@@ -142,7 +142,7 @@ def check_conv_input_grad(kernel, hidden: bool = False, seed: int | None = None)
               (1, 1, "padding", "패딩 1에서 틀렸다 (패딩 0에서는 맞았다): 입력 위치 h는 패딩한 좌표로 h + padding이다. "
                                 "출력 y는 y·stride + r = h + padding을 만족해야 한다."),
               (1, 2, "stride", "스트라이드 2에서 틀렸다 (스트라이드 1에서는 맞았다): (h + padding - r)가 stride로 나누어떨어질 "
-                               "때만 그 출력이 이 입력을 썼다. 정수 나눗셈만 하면 쓰지 않은 출력의 기울기까지 더해진다.")]
+                               "때만 그 출력이 이 입력을 썼다. 정수 나눗셈만 하면 쓰지 않은 출력의 그래디언트까지 더해진다.")]
     for i, (padding, stride, kind, hint) in enumerate(stages):
         if hidden:
             N, C, K = core.odd_size(rng, 1, 2), core.odd_size(rng, 1, 3), core.odd_size(rng, 1, 3)
@@ -231,22 +231,22 @@ def check_gradient_check(gradient_check, hidden: bool = False, seed: int | None 
         s = int(rng.integers(0, 2**31))
         err = core.called(gradient_check, TinyCNN(s), 1e-5, what="gradient_check")
         if not np.isfinite(err):
-            raise Mistake("nan", f"올바른 네트워크에서 오차가 {err}이다{core.where(seed)}. 죽은 ReLU 뒤의 파라미터는 기울기가 "
+            raise Mistake("nan", f"올바른 네트워크에서 오차가 {err}이다{core.where(seed)}. 죽은 ReLU 뒤의 파라미터는 그래디언트가 "
                                  f"정확히 0이라 |a| + |n| = 0이 된다: 분모를 max(|a| + |n|, 1e-4)로 두어라.")
         if err > 1e-6:
             raise Mistake("false_alarm", f"꺾임이 없는 올바른 네트워크에서 오차가 {err:.2e}이다 (1e-6 이하여야 한다){core.where(seed)}. "
                                          f"중앙 차분 (L(p + ε) - L(p - ε)) / 2ε을 써라: 한쪽 차분의 오차는 ε에 비례한다.")
         err = core.called(gradient_check, TinyCNN(s, tiny=True), 1e-5, what="gradient_check")
         if not np.isfinite(err) or err > 1e-6:
-            raise Mistake("tiny_gradients", f"기울기가 1e-9쯤인 좌표가 있는 올바른 네트워크에서 오차가 {err:.2e}이다{core.where(seed)}. "
+            raise Mistake("tiny_gradients", f"그래디언트가 1e-9쯤인 좌표가 있는 올바른 네트워크에서 오차가 {err:.2e}이다{core.where(seed)}. "
                                             f"그런 좌표에서는 차분의 반올림 잡음(1e-11쯤)이 상대 오차를 키운다: 분모를 "
-                                            f"max(|a| + |n|, 1e-4)로 두어 아주 작은 기울기는 절대 오차로 재라.")
+                                            f"max(|a| + |n|, 1e-4)로 두어 아주 작은 그래디언트는 절대 오차로 재라.")
         err = core.called(gradient_check, TinyCNN(s, kinks=True), 1e-5, what="gradient_check")
         if not np.isfinite(err) or err > 1e-6:
             raise Mistake("kink_trap", f"ReLU 입력이 0에서 1e-8 떨어진 곳이 있는 올바른 네트워크에서 오차가 {err:.2e}이다"
-                                       f"{core.where(seed)}. p ± ε가 ReLU의 꺾임을 넘으면 유한 차분은 기울기가 아니다. 그 좌표에서 "
+                                       f"{core.where(seed)}. p ± ε가 ReLU의 꺾임을 넘으면 유한 차분은 그래디언트가 아니다. 그 좌표에서 "
                                        f"ReLU 입력(net.relu_inputs)의 부호가 p + ε와 p - ε에서 다르면 그 좌표는 건너뛰어라.")
-        for bug, where_ in (("conv_sign", "합성곱 필터 W1의 기울기 부호"), ("fc_bias", "완전 연결층 편향 b2의 기울기")):
+        for bug, where_ in (("conv_sign", "합성곱 필터 W1의 그래디언트 부호"), ("fc_bias", "완전 연결층 편향 b2의 그래디언트")):
             err = core.called(gradient_check, TinyCNN(s, bug=bug), 1e-5, what="gradient_check")
             if not (np.isfinite(err) and err > 1e-3):
                 raise Mistake("missed_bug", f"역전파에 버그({where_})를 심은 네트워크에서 오차가 {err:.2e}이다{core.where(seed)}: "

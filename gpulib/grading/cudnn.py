@@ -196,12 +196,12 @@ def check_loss_scaler(LossScaler, hidden: bool = False, seed: int | None = None)
             history = f"{i}번째 단계 ({event}; 그때까지 {events[:i + 1]})"
             if bool(applied) != expected:
                 if event == "nan":
-                    raise Mistake("nan_missed", f"{history}: NaN 기울기를 넘쳐난 것으로 보지 않았다. np.isinf만 보면 NaN을 놓친다: "
+                    raise Mistake("nan_missed", f"{history}: NaN 그래디언트를 넘쳐난 것으로 보지 않았다. np.isinf만 보면 NaN을 놓친다: "
                                                 f"np.isfinite로 inf와 NaN을 함께 보라{core.where(seed)}.")
                 if event == "inf":
-                    raise Mistake("applied_overflow", f"{history}: 기울기에 inf가 있는데 단계를 적용한다고(True) 했다. 그 단계는 "
+                    raise Mistake("applied_overflow", f"{history}: 그래디언트에 inf가 있는데 단계를 적용한다고(True) 했다. 그 단계는 "
                                                       f"건너뛰어야(False) 한다{core.where(seed)}.")
-                raise Mistake("skipped_clean", f"{history}: 깨끗한 기울기인데 단계를 건너뛰었다{core.where(seed)}.")
+                raise Mistake("skipped_clean", f"{history}: 깨끗한 그래디언트인데 단계를 건너뛰었다{core.where(seed)}.")
             if student.scale != ref.scale:
                 if event != "ok":
                     kind, text = "no_backoff", "넘쳐난 단계에서 스케일을 절반으로 줄여야 한다"

@@ -116,7 +116,7 @@ def _backward_values(out, dZ, W, X, seed):
         ref = refs[name]
         core.compare(got, ref, name, seed, scale=float(scales[name].max()), known={
             "sign": (-ref, lambda name=name: f"부호가 반대다. 손실 L = Σ dZ ⊙ Z 를 유한 차분으로 재면 "
-                                             f"{_finite_difference(dZ64, W64, X64, name)}; 기울기는 "
+                                             f"{_finite_difference(dZ64, W64, X64, name)}; 그래디언트는 "
                                              f"L이 커지는 방향이어야 한다 (학습은 그 반대로 간다)."),
             "no_batch_sum": ({"dX": dZ64 @ W64, "dW": np.outer(dZ64[0], X64[0]), "db": dZ64[0]}[name],
                              "배치의 첫 샘플(n = 0)만 썼다. dW와 db는 배치 전체에 대한 합이다."),
@@ -136,7 +136,7 @@ def _finite_difference(dZ, W, X, name):
         return float((dZ * (X_ @ W_.T + b_)).sum())
 
     fd = (loss(h) - loss(-h)) / (2 * h)
-    return f"방향 V로의 미분이 {fd:+.4g}인데, 이 기울기와 V의 내적은 그 반대 부호다"
+    return f"방향 V로의 미분이 {fd:+.4g}인데, 이 그래디언트와 V의 내적은 그 반대 부호다"
 
 
 def check_softmax_xent(kernel, hidden: bool = False, seed: int | None = None) -> None:

@@ -9,5 +9,7 @@
               filled by asynchronous copies
     conv.py   implicit-GEMM convolution on the tensor cores (fp16 in, fp32 out): v1 NCHW,
               v2 NHWC with 16-byte asynchronous gathers
+    layout.py which lane holds which element of an mma.m16n8k16 tile (the PTX ISA's fragment
+              layout), with a warp-level model of the instruction
     (16.5's measurements of them are in gpulib/bench/cudnn_tensorcore.py)
 """
