@@ -112,10 +112,12 @@ def test_benchmark_layers_are_valid_and_measuring_needs_a_gpu():
 
 @pytest.mark.parametrize("version", ["v3", "v4"])
 def test_tensor_core_gemm_over_several_blocks_and_steps(version, rng):
-    A = rng.standard_normal((200, 72)).astype(np.float32)  # 2 x 2 blocks of 128, K = 72 (2.25 tiles of 32)
-    B = rng.standard_normal((72, 150)).astype(np.float32)
+    # 2 blocks of 128 rows (the second ragged) by 1 of columns; K = 40: one full step of 32 and a
+    # ragged one. A swapped block axis or a lost step leaves poisoned or wrong elements.
+    A = rng.standard_normal((200, 40)).astype(np.float32)
+    B = rng.standard_normal((40, 100)).astype(np.float32)
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
-    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((200, 150)))
+    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((200, 100)))
     gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version}")
 
 
