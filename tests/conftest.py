@@ -9,7 +9,7 @@ import pytest
 import gpulib  # noqa: F401  (must precede any numba.cuda import)
 
 # The simulator runs every thread in Python: keep hypothesis runs few and shapes small there.
-MAX_EXAMPLES = int(os.environ.get("GPULIB_MAX_EXAMPLES", "4" if gpulib.on_simulator() else "100"))
+MAX_EXAMPLES = int(os.environ.get("GPULIB_MAX_EXAMPLES", "3" if gpulib.on_simulator() else "100"))
 
 
 @pytest.fixture

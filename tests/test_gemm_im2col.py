@@ -102,7 +102,7 @@ VARIANTS = [  # every GEMM form of the registry, and im2col with the book's own 
 
 
 @pytest.mark.parametrize("name, conv", VARIANTS, ids=[v[0] for v in VARIANTS])
-@settings(max_examples=max(5, MAX_EXAMPLES // 2), deadline=None)
+@settings(max_examples=max(3, MAX_EXAMPLES // 2), deadline=None)
 @given(case=conv_cases())
 def test_gemm_convolutions_match_the_float64_reference(name, conv, case):
     X, W, b = make(case)
@@ -114,7 +114,7 @@ def test_gemm_convolutions_match_the_float64_reference(name, conv, case):
 
 
 @pytest.mark.parametrize("gemm_version", ["v3", "library"])
-@settings(max_examples=max(4, MAX_EXAMPLES // 3), deadline=None)
+@settings(max_examples=max(3, MAX_EXAMPLES // 3), deadline=None)
 @given(case=conv_cases())
 def test_conv_backward_through_col2im_matches_the_reference(gemm_version, case):
     X, W, _ = make(case)

@@ -38,7 +38,7 @@ def test_one_tile_needs_16_multiplications_and_matches_the_direct_sum(rng):
 
 @pytest.mark.parametrize("conv", [winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused],
                          ids=["WINOGRAD", "WINOGRAD_NONFUSED"])
-@settings(max_examples=max(4, MAX_EXAMPLES // 2), deadline=None)
+@settings(max_examples=max(3, MAX_EXAMPLES // 2), deadline=None)
 @given(case=three_by_three())
 def test_winograd_matches_the_reference(conv, case):
     X, W, b = _layer(case)
@@ -58,7 +58,7 @@ def test_winograd_rejects_what_it_cannot_compute():
         winograd.conv2d_winograd_nonfused(X, np.ones((2, 2, 3, 3), np.float32), stride=2)
 
 
-@settings(max_examples=max(4, MAX_EXAMPLES // 2), deadline=None)
+@settings(max_examples=max(3, MAX_EXAMPLES // 2), deadline=None)
 @given(R=st.integers(1, 5), stride=st.integers(1, 2), case=three_by_three())
 def test_fft_convolution_matches_the_reference(R, stride, case):
     if case["H"] + 2 * case["padding"] < R or case["W"] + 2 * case["padding"] < R:
