@@ -1,5 +1,5 @@
 # Two commands for a fresh machine with nothing but Python:
-#   make lab    open the book in JupyterLab
+#   make lab    open the book in JupyterLab (the reader's own copy, my-book/)
 #   make test   run every test, the notebooks included (on the CUDA simulator without a GPU)
 #   (make unit / make notebooks run one half; make assignments writes the student versions)
 PYTHON ?= python3
@@ -7,7 +7,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test unit notebooks execute-notebooks assignments clean
+.PHONY: lab reset-book test unit notebooks execute-notebooks assignments clean
+
+# The reader works in a copy of book/ (my-book/, not tracked): running and saving notebooks
+# there never changes the book itself, and the tests keep comparing against its stored outputs.
+READER_BOOK := my-book
+# JupyterLab settings shipped with the book (lab/overrides.json): every cell rendered (the
+# default windowing can leave an image that arrives off screen laid out at 0x0 px), no news pop-up.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,8 +22,20 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'  # bytecode is written on import instead: half the install time
 	touch $(STAMP)
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=book $(LAB_ARGS)
+lab: $(STAMP) $(LAB_SETTINGS) $(READER_BOOK)
+	$(BIN)/jupyter lab --notebook-dir=$(READER_BOOK) $(LAB_ARGS)
+
+$(LAB_SETTINGS): lab/overrides.json $(STAMP)
+	mkdir -p $(dir $@)
+	cp lab/overrides.json $@
+
+$(READER_BOOK):
+	cp -R book $(READER_BOOK)
+
+# A fresh copy of the book for the reader (what was changed in my-book/ is discarded).
+reset-book:
+	rm -rf $(READER_BOOK)
+	cp -R book $(READER_BOOK)
 
 # One session over the notebooks and the tests, on every core: pytest-xdist hands out each
 # notebook whole (its cells share one kernel) and each test module whole, the notebooks first,
