@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab reset-book test unit notebooks execute-notebooks assignments clean
+.PHONY: lab reset-book test browser-test unit notebooks execute-notebooks assignments clean
 
 # The reader works in a copy of book/ (my-book/, not tracked): running and saving notebooks
 # there never changes the book itself, and the tests keep comparing against its stored outputs.
@@ -43,6 +43,16 @@ reset-book:
 test: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadscope --nbval --nbval-current-env \
 		--nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider book tests
+
+# The book in a real browser (browser/): JupyterLab as `make lab` starts it, headless Chromium
+# driven by Playwright, every notebook run and its widgets, images and Korean text checked.
+# Installs Debian's chromium and a Korean font (apt) and Playwright (pip) when missing.
+APT := $(shell [ "$$(id -u)" = 0 ] && echo apt-get || echo sudo apt-get)
+browser-test: $(STAMP) $(LAB_SETTINGS)
+	command -v chromium >/dev/null || ($(APT) update -q && $(APT) install -y -q chromium)
+	fc-list | grep -qi nanum || ($(APT) update -q && $(APT) install -y -q fonts-nanum)
+	$(BIN)/python -c "import playwright" 2>/dev/null || $(BIN)/python -m pip install --quiet --no-compile 'playwright>=1.40'
+	$(BIN)/python -m pytest -p no:cacheprovider browser
 
 # -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels are Python threads.
 unit: $(STAMP)
