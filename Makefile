@@ -18,7 +18,6 @@ LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'  # bytecode is written on import instead: half the install time
 	touch $(STAMP)
 

@@ -139,7 +139,7 @@ def test_the_valid_call_of_each_entry_point_runs(name, rng, launches):
     assert launches["n"] > 0 or name == "conv fft"
 
 
-@settings(max_examples=200 if gpulib.on_simulator() else 1, deadline=None,
+@settings(max_examples=120 if gpulib.on_simulator() else 1, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_malformed_input_is_refused_before_any_launch(data, launches):
@@ -271,7 +271,7 @@ OUT_CALLS.update({
 _OUT_SHAPES: dict = {}
 
 
-@settings(max_examples=60 if gpulib.on_simulator() else 1, deadline=None,
+@settings(max_examples=40 if gpulib.on_simulator() else 1, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(sorted(OUT_CALLS)),
        bad=st.sampled_from(["shape", "dtype", "host", "not an array", "non-contiguous"]))

@@ -55,11 +55,19 @@ from gpulib.cnn import layers as L  # noqa: E402
 from gpulib.conv import algorithms  # noqa: E402
 
 
-@pytest.mark.parametrize("algorithm", [a for a in algorithms.NAMES + ("auto",) if a != "direct"])
-def test_every_conv_algorithm_is_a_drop_in_for_the_direct_one(algorithm, rng):
+@pytest.fixture(scope="module")
+def direct_step():
+    """One batch and the direct convolution's loss and gradients on it, shared by the algorithms."""
+    rng = np.random.default_rng(4)
     X = rng.random((3, 1, 8, 8), dtype=np.float32)
     y = rng.integers(0, 10, 3).astype(np.int32)
-    direct_loss, direct_grads = SmallCNN(channels=2, seed=4).loss_and_grads(X, y)
+    loss, grads = SmallCNN(channels=2, seed=4).loss_and_grads(X, y)
+    return X, y, loss, [g.copy_to_host().astype(np.float64) for g in grads]
+
+
+@pytest.mark.parametrize("algorithm", [a for a in algorithms.NAMES + ("auto",) if a != "direct"])
+def test_every_conv_algorithm_is_a_drop_in_for_the_direct_one(algorithm, direct_step):
+    X, y, direct_loss, direct_grads = direct_step
     loss, grads = SmallCNN(channels=2, seed=4, conv_algorithm=algorithm).loss_and_grads(X, y)
     # the tensor-core algorithms round X and W to fp16 (11 significant bits): their loss and
     # gradients match to fp16's precision, the others to fp32's
@@ -67,7 +75,6 @@ def test_every_conv_algorithm_is_a_drop_in_for_the_direct_one(algorithm, rng):
     rtol = 2e-3 if fp16 else 1e-5
     assert abs(loss - direct_loss) < rtol * max(1.0, abs(direct_loss))
     for got, want in zip(grads, direct_grads):
-        want = want.copy_to_host().astype(np.float64)
         gpulib.validate(got, want, scale=np.abs(want).max() + 1e-12, rtol=rtol, name=algorithm)
 
 
