@@ -19,6 +19,17 @@ from gpulib.conv import algorithms
 from gpulib.mlp import layers as mlp
 
 
+def images_on_device(X, image_shape):
+    """X as a device batch [N, C, H, W] of images of ``image_shape`` (C, H, W): flattened rows (as
+    gpulib.data gives them) are reshaped; any other shape is a ValueError before a launch."""
+    if len(X.shape) == 2 and X.shape[1] == int(np.prod(image_shape)):
+        X = X.reshape(X.shape[0], *image_shape)  # flattened rows, as gpulib.data gives them
+    require(X, "X", 4, layout="[N, C, H, W]")
+    if tuple(X.shape[1:]) != tuple(image_shape):
+        raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {tuple(image_shape)}")
+    return to_device(X)
+
+
 class SmallCNN:
     """One convolution layer of ``channels`` 3x3 filters, then a fully connected layer."""
 
@@ -48,12 +59,7 @@ class SmallCNN:
         return [p.copy_to_host() for p in self.params]
 
     def _images(self, X):
-        if len(X.shape) == 2 and X.shape[1] == int(np.prod(self.image_shape)):
-            X = X.reshape(X.shape[0], *self.image_shape)  # flattened rows, as gpulib.data gives them
-        require(X, "X", 4, layout="[N, C, H, W]")
-        if tuple(X.shape[1:]) != self.image_shape:
-            raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {self.image_shape}")
-        return to_device(X)
+        return images_on_device(X, self.image_shape)
 
     def forward(self, X):
         """Every intermediate tensor, named as in the chapter's figure."""

@@ -17,8 +17,9 @@ import contextlib
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import require, require_int_labels, to_device, to_host
+from gpulib.arrays import require_int_labels, to_device, to_host
 from gpulib.cnn import layers as L
+from gpulib.cnn.model import images_on_device
 from gpulib.conv import algorithms
 from gpulib.mlp import layers as mlp
 
@@ -66,12 +67,7 @@ class BookCNN:
         return [p.copy_to_host() for p in self.params]
 
     def _images(self, X):
-        if len(X.shape) == 2 and X.shape[1] == int(np.prod(self.image_shape)):
-            X = X.reshape(X.shape[0], *self.image_shape)  # flattened rows, as gpulib.data gives them
-        require(X, "X", 4, layout="[N, C, H, W]")
-        if tuple(X.shape[1:]) != self.image_shape:
-            raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {self.image_shape}")
-        return to_device(X)
+        return images_on_device(X, self.image_shape)
 
     def _relu(self, Z):
         return L.relu(Z, out=Z if self.inplace_relu else None)
