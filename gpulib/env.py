@@ -17,6 +17,11 @@ BACKEND = BACKEND_CHOICE.name  # "gpu" or "sim"; fixed for the life of the proce
 
 from numba import cuda  # noqa: E402  (must come after the choice above)
 
+if BACKEND == "sim":
+    from gpulib import simulator
+
+    simulator.install()  # barrier-free kernels run their threads one after another
+
 
 def on_gpu() -> bool:
     """True when kernels run on a real NVIDIA GPU."""
@@ -62,7 +67,7 @@ def report() -> None:
         f"numpy {_version('numpy')}"
     )
     if on_simulator():
-        print("  every thread is a Python thread here: sizes are reduced and timings mean nothing")
+        print("  kernels run in Python here (a barrier-free block's threads one after another): sizes are reduced and timings mean nothing")
 
 
 def setup_book() -> None:

@@ -483,6 +483,9 @@ def trace(kernel, grid, block, *args, names=None) -> Trace:
     """
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
+    from gpulib import simulator
+
+    simulator.install()
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid))) if isinstance(grid, tuple) else (grid, 1, 1)
     block = tuple(block) + (1,) * (3 - len(tuple(block))) if isinstance(block, tuple) else (block, 1, 1)
     for what, dims in (("grid", grid), ("block", block)):

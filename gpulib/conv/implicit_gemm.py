@@ -34,7 +34,7 @@ from gpulib.env import sized
 from gpulib.gemm.kernels import check_tile
 
 # default block tile on a GPU (tuned on the H200, see benchmarks/conv_gemm.py) and a small one
-# for the simulator, where every thread is a Python thread
+# for the simulator, where every thread runs as Python code
 TILE = dict(BM=64, BN=128, BK=8, TM=8, TN=8, PREFETCH=True)  # fastest on the H200
 TILE_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2, PREFETCH=True)
 

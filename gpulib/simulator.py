@@ -1,0 +1,128 @@
+"""16.1 (every section's simulator runs): how Numba's CUDA simulator schedules a block's threads.
+
+The simulator runs a kernel one block at a time and, within a block, starts one Python thread
+per CUDA thread, so that ``syncthreads`` can make them wait for each other. Starting, switching
+and joining those threads costs far more than the kernel's own arithmetic. A kernel with no
+barrier does not need them: CUDA promises nothing about the order in which the threads of a
+block run, so running them one after another is one of the executions a GPU may produce.
+
+``install()`` makes the simulator do that for every kernel whose code (with every device
+function it calls) names no barrier (``syncthreads``, ``syncthreads_count/_and/_or``, a
+cooperative-group ``sync``); the others keep one Python thread per CUDA thread. The threads of
+such a block run inside one simulator thread whose ``threadIdx`` moves from thread to thread,
+so ``cuda.threadIdx``, ``cuda.grid``, error messages (``tid=[...]``), the memory tracer and the
+grading watchdog see what they saw before. A barrier reached there anyway (through a call this
+module cannot see) stops the kernel with an error instead of giving a wrong answer.
+
+On barrier-free kernels this runs the book's simulator sizes about 4 to 5 times faster.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+BARRIER_NAMES = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or",
+                           "this_grid", "cg"})
+
+LIBRARIES = frozenset({"numpy", "numba", "numba_cuda", "math", "builtins", "functools"})
+
+_needs_threads_cache: dict = {}
+_installed = False
+
+
+def _code_names(code: types.CodeType) -> set:
+    names, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        names |= set(c.co_names) | set(c.co_freevars)
+        codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]  # nested functions
+    return names
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def needs_threads(fn, _seen: set | None = None) -> bool:
+    """True when the Python function of a kernel, or a function it calls, names a barrier.
+
+    Followed: the globals and closure variables the code names (device functions, plain
+    functions, kernel factories' closures) and the attributes it takes from modules it names.
+    """
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    seen = set() if _seen is None else _seen
+    code = getattr(fn, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    names = _code_names(code)
+    if names & BARRIER_NAMES:
+        return True
+    referenced = [fn.__globals__[n] for n in names if n in fn.__globals__]
+    referenced += [_cell_value(cell) for cell in (fn.__closure__ or ())]
+    for module in [r for r in referenced if isinstance(r, types.ModuleType)]:
+        referenced += [getattr(module, n) for n in names if hasattr(module, n)]
+    for value in referenced:
+        inner = value.fn if isinstance(value, FakeCUDAKernel) else getattr(value, "py_func", value)
+        if not isinstance(inner, types.FunctionType) or inner.__module__.split(".")[0] in LIBRARIES:
+            continue  # NumPy's or Numba's own Python code holds no kernel barrier
+        if needs_threads(inner, seen):
+            return True
+    return False
+
+
+def _kernel_needs_threads(fn) -> bool:
+    needs = _needs_threads_cache.get(fn)
+    if needs is None:
+        needs = _needs_threads_cache[fn] = needs_threads(fn)
+    return needs
+
+
+def install() -> None:
+    """Make the simulator run the threads of barrier-free kernels one after another (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    from numba.cuda.simulator import kernel as simulator
+    from numba.cuda.simulator.kernelapi import Dim3
+
+    class SequentialBlock(simulator.BlockThread):
+        """All the threads of one block, in turn, in this one Python thread."""
+
+        def __init__(self, manager, grid_point, args):
+            bx, by, _ = manager._block_dim
+
+            def every_thread():
+                for point in np.ndindex(*manager._block_dim):
+                    self.threadIdx = Dim3(*point)
+                    self.thread_id = point[0] + bx * (point[1] + by * point[2])
+                    manager._f(*args)
+
+            super().__init__(every_thread, manager, grid_point, (0, 0, 0), manager._debug)
+
+        def syncthreads(self):
+            raise RuntimeError("a barrier in a kernel whose threads the simulator runs one after another "
+                               "(gpulib.simulator found no barrier in its code)")
+
+        syncthreads_count = syncthreads_and = syncthreads_or = lambda self, value: self.syncthreads()
+
+    threaded_run = simulator.BlockManager.run
+
+    def run(self, grid_point, *args):
+        if _kernel_needs_threads(self._f):
+            return threaded_run(self, grid_point, *args)
+        block = SequentialBlock(self, grid_point, args)
+        block.start()
+        block.join()
+        if block.exception:
+            raise block.exception[0].with_traceback(block.exception[1])
+
+    run.threaded_run = threaded_run
+    simulator.BlockManager.run = run
+    _installed = True

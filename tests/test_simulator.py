@@ -1,0 +1,133 @@
+"""The simulator's scheduling (gpulib/simulator.py): a kernel without barriers runs its block's
+threads one after another in one Python thread, with the right indices, results and error
+messages; a kernel with a barrier, also one reached through a device function, a kernel
+factory's closure or a module, keeps a Python thread per CUDA thread; a barrier the analysis
+cannot see stops the kernel loudly."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import gpulib
+from gpulib import simulator
+from gpulib.env import cuda
+
+pytestmark = pytest.mark.skipif(not gpulib.on_simulator(), reason="the simulator's scheduling")
+
+BLOCK = (4, 3, 2)
+
+
+@cuda.jit
+def _who_am_i(out, idents):
+    x, y, z = cuda.threadIdx.x, cuda.threadIdx.y, cuda.threadIdx.z
+    b = cuda.blockIdx.x
+    t = x + cuda.blockDim.x * (y + cuda.blockDim.y * z)
+    n = cuda.blockDim.x * cuda.blockDim.y * cuda.blockDim.z
+    out[b * n + t, 0] = x
+    out[b * n + t, 1] = y
+    out[b * n + t, 2] = z
+    out[b * n + t, 3] = b
+    out[b * n + t, 4] += 1
+    idents[b * n + t] = threading.get_ident()
+
+
+@cuda.jit
+def _reverse_in_block(a, out):
+    tile = cuda.shared.array(64, np.float32)
+    i = cuda.threadIdx.x
+    tile[i] = a[cuda.blockIdx.x * cuda.blockDim.x + i]
+    cuda.syncthreads()
+    out[cuda.blockIdx.x * cuda.blockDim.x + i] = tile[cuda.blockDim.x - 1 - i]
+
+
+@cuda.jit(device=True)
+def _wait():
+    cuda.syncthreads()
+
+
+@cuda.jit
+def _barrier_in_device_function(out):
+    _wait()
+    out[cuda.threadIdx.x] = 1.0
+
+
+def _factory():
+    wait = _wait
+
+    @cuda.jit
+    def kernel(out):
+        wait()
+        out[cuda.threadIdx.x] = 1.0
+
+    return kernel
+
+
+@cuda.jit
+def _hidden_barrier(out):
+    getattr(cuda, "sync" + "threads")()
+    out[cuda.threadIdx.x] = 1.0
+
+
+@cuda.jit
+def _fails_at_thread_5(out):
+    i = cuda.threadIdx.x
+    out[i] = 1.0
+    if i == 5:
+        out[100 + i] = 1.0  # out of bounds
+
+
+def test_a_barrier_free_block_runs_in_one_python_thread_with_every_index_right():
+    n = int(np.prod(BLOCK))
+    out = np.zeros((3 * n, 5), np.int64)
+    idents = np.zeros(3 * n, np.int64)
+    _who_am_i[3, BLOCK](out, idents)
+    want = np.array([(x, y, z, b, 1) for b in range(3) for z in range(BLOCK[2])
+                     for y in range(BLOCK[1]) for x in range(BLOCK[0])])
+    np.testing.assert_array_equal(out, want)  # every thread once, with its own threadIdx and blockIdx
+    assert len(set(idents[:n])) == 1 and threading.get_ident() not in set(idents)
+
+
+def test_a_kernel_with_a_barrier_keeps_a_thread_per_cuda_thread_and_is_right(rng):
+    a = rng.standard_normal(3 * 32).astype(np.float32)
+    out = np.full_like(a, np.nan)
+    _reverse_in_block[3, 32](a, out)
+    np.testing.assert_array_equal(out, a.reshape(3, 32)[:, ::-1].ravel())
+    assert simulator.needs_threads(_reverse_in_block.fn)
+
+
+def test_barriers_are_found_through_device_functions_closures_and_modules():
+    import types
+
+    assert simulator.needs_threads(_barrier_in_device_function.fn)
+    assert simulator.needs_threads(_factory().fn)
+    module = types.ModuleType("helpers")
+    module.wait = _wait
+    namespace = {"helpers": module, "cuda": cuda}
+    exec("def kernel(out):\n    helpers.wait()\n    out[0] = 1.0\n", namespace)
+    assert simulator.needs_threads(namespace["kernel"])
+    assert not simulator.needs_threads(_who_am_i.fn) and not simulator.needs_threads(_fails_at_thread_5.fn)
+    out = np.zeros(8, np.float32)
+    _barrier_in_device_function[1, 8](out)
+    _factory()[1, 8](out)
+    assert out.tolist() == [1.0] * 8
+
+
+def test_a_barrier_the_analysis_cannot_see_stops_the_kernel():
+    with pytest.raises(RuntimeError, match="barrier"):
+        _hidden_barrier[1, 8](np.zeros(8, np.float32))
+
+
+def test_an_error_names_the_thread_that_raised_it():
+    with pytest.raises(IndexError, match=r"tid=\[5, 0, 0\] ctaid=\[0, 0, 0\]"):
+        _fails_at_thread_5[1, 8](np.zeros(8, np.float32))
+
+
+def test_installing_twice_changes_nothing():
+    from numba.cuda.simulator import kernel
+
+    run = kernel.BlockManager.run
+    simulator.install()
+    assert kernel.BlockManager.run is run and hasattr(run, "threaded_run")
