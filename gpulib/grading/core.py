@@ -143,8 +143,15 @@ def time_limit(seconds: float | None = None):
                 expired.set()
                 stop_all()  # again and again: the simulator may still be starting the block's threads
 
+    def quiet(args):
+        """A thread already stopped may be hit again while it unwinds; that second KernelTimeout
+        escapes the simulator's handler and is no news."""
+        if not (issubclass(args.exc_type, KernelTimeout) and isinstance(args.thread, BlockThread)):
+            previous_hook(args)
+
     done = threading.Event()
     deadline = time.monotonic() + (TIMEOUT_S if seconds is None else seconds)
+    previous_hook, threading.excepthook = threading.excepthook, quiet
     dog = threading.Thread(target=watchdog, daemon=True)
     dog.start()
     try:
@@ -156,6 +163,7 @@ def time_limit(seconds: float | None = None):
             give_up = time.monotonic() + 10
             while stop_all() and time.monotonic() < give_up:
                 time.sleep(0.05)
+        threading.excepthook = previous_hook
 
 
 def _thread_of(message: str) -> str:
