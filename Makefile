@@ -1,13 +1,15 @@
 # Two commands for a fresh machine with nothing but Python:
 #   make lab    open the book in JupyterLab (the reader's own copy, my-book/)
 #   make test   run every test, the notebooks included (on the CUDA simulator without a GPU)
-#   (make unit / make notebooks run one half; make assignments writes the student versions)
+#   (make unit / make notebooks run one half; make assignments writes the student versions;
+#    make html builds the static HTML edition into site/; make browser-test and make html-test
+#    check the book in Chromium)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab reset-book test browser-test unit notebooks execute-notebooks assignments clean
+.PHONY: lab reset-book test browser-test browser-deps html html-test unit notebooks execute-notebooks assignments clean
 
 # The reader works in a copy of book/ (my-book/, not tracked): running and saving notebooks
 # there never changes the book itself, and the tests keep comparing against its stored outputs.
@@ -44,14 +46,32 @@ test: $(STAMP)
 		--nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider book tests
 
 # The book in a real browser (browser/): JupyterLab as `make lab` starts it, headless Chromium
-# driven by Playwright, every notebook run and its widgets, images and Korean text checked.
-# Installs Debian's chromium and a Korean font (apt) and Playwright (pip) when missing.
+# driven by Playwright, every notebook run and its widgets, images and Korean text checked;
+# two notebooks at a time (two JupyterLabs, -n 2), since each kernel keeps one core busy.
 APT := $(shell [ "$$(id -u)" = 0 ] && echo apt-get || echo sudo apt-get)
-browser-test: $(STAMP) $(LAB_SETTINGS)
+browser-test: browser-deps $(LAB_SETTINGS)
+	$(BIN)/python -m pytest -n 2 -p no:cacheprovider browser
+
+# Debian's chromium and a Korean font (apt), and Playwright (pip), when missing.
+browser-deps: $(STAMP)
 	command -v chromium >/dev/null || ($(APT) update -q && $(APT) install -y -q chromium)
 	fc-list | grep -qi nanum || ($(APT) update -q && $(APT) install -y -q fonts-nanum)
-	$(BIN)/python -c "import playwright" 2>/dev/null || $(BIN)/python -m pip install --quiet --no-compile 'playwright>=1.40'
-	$(BIN)/python -m pytest -p no:cacheprovider browser
+	$(BIN)/python -c "import playwright" 2>/dev/null || $(BIN)/python -m pip install --quiet --no-compile -e '.[browser]'
+
+# The static HTML edition (html_edition/): every chapter with its stored outputs and its widgets'
+# saved pictures, MathJax and the Korean font inside the site; nothing runs, nothing is fetched.
+HTML_STAMP := $(VENV)/.installed-html
+$(HTML_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-compile -e '.[html]'
+	touch $@
+
+html: $(HTML_STAMP)
+	$(BIN)/python html_edition/build.py --out site
+
+# Builds the site afresh and checks every chapter page, its prose, figures and widget pictures,
+# that nothing comes from the network, and (in Chromium) the font and the mathematics.
+html-test: $(HTML_STAMP) browser-deps
+	$(BIN)/python -m pytest -p no:cacheprovider html_edition
 
 # -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels are Python threads.
 unit: $(STAMP)
@@ -75,4 +95,4 @@ assignments: $(STAMP)
 	cd assignments && PATH="$(abspath $(BIN)):$$PATH" nbgrader generate_solution "*" --force
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis site build
