@@ -69,13 +69,21 @@ def test_im2col_and_col2im_match_the_reference(case):
     X, W, _ = make(case)
     R, S, p, s = case["R"], case["S"], case["padding"], case["stride"]
     want = ref.im2col(X, R, S, p, s)
-    for version in I.IM2COL_VERSIONS:  # sizes at run time (v1) and compiled in (v2)
+    for version in I.IM2COL_VERSIONS:  # sizes at run time (v1), compiled in (v2), unsigned 32-bit (v3)
         got = I.im2col(X, R, S, p, s, out=gpulib.poisoned(want.shape), version=version)
         gpulib.validate(got, want, name=f"X_col ({version})")
     dX_col = np.random.default_rng(case["seed"]).standard_normal(want.shape).astype(np.float32)
     dX = I.col2im(dX_col, X.shape, R, S, p, s, out=gpulib.poisoned(X.shape))
     gpulib.validate(dX, ref.col2im(dX_col, X.shape, R, S, p, s), name="dX",
                     scale=ref.col2im(np.abs(dX_col), X.shape, R, S, p, s).max())
+
+
+def test_im2col_v3_refuses_offsets_beyond_32_bits(monkeypatch):
+    monkeypatch.setattr(I, "U32_LIMIT", 100)
+    X = np.ones((1, 2, 5, 5), np.float32)
+    with pytest.raises(ValueError, match="32-bit offsets.*X_col 450"):
+        I.im2col(X, 3, 3, 1, 1, version="v3")
+    I.im2col(X, 3, 3, 1, 1, version="v2")  # the others have no such limit
 
 
 def test_col2im_is_the_adjoint_of_im2col(rng):

@@ -3,7 +3,8 @@
     im2col          X [N, C, H, W] → X_col [C·R·S, N·H'·W']: column (n, y, x) holds the R×S
                     window of every channel that output pixel (y, x) of image n sees; row
                     (c, r, s) is one filter tap. One thread per element of X_col; version 1
-                    takes the sizes at run time, version 2 is compiled per layer shape.
+                    takes the sizes at run time, version 2 is compiled per layer shape,
+                    version 3 also does its index arithmetic in unsigned 32-bit integers.
     col2im          the backward step: dX from dX_col, one thread per input element, summing
                     the X_col entries that were copies of it (a gather, so no atomics).
     conv2d_im2col   Y_mat = W_mat · X_col with W_mat = W reshaped to [K, C·R·S], then Y_mat
@@ -18,7 +19,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint32
 
 from gpulib.arrays import blocks, output, outputs, require, require_int, to_device
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
@@ -78,6 +79,45 @@ def im2col_specialized(C: int, H: int, W: int, R: int, S: int, padding: int, str
     return im2col_specialized_kernel
 
 
+@lru_cache(maxsize=None)
+def im2col_unsigned(C: int, H: int, W: int, R: int, S: int, padding: int, stride: int):
+    """Version 3: version 2 in unsigned 32-bit arithmetic, on flat views of X and X_col.
+
+    Version 2 still pays for the way Numba treats integers: every index is a signed 64-bit
+    number, so each division by a compiled-in size becomes a 64-bit multiply-high sequence,
+    and every array index is tested for a negative value (Python's wraparound) before use.
+    Here the column and everything derived from it is a uint32: a division by a constant is
+    one 32-bit multiply-high and a shift, a position in the padding wraps around to a huge
+    unsigned value (so one comparison tests both edges), and loads and stores take unsigned
+    offsets into 1-D views, which Numba does not test. Every offset must fit in 32 bits.
+    """
+    Ho = (H + 2 * padding - R) // stride + 1
+    Wo = (W + 2 * padding - S) // stride + 1
+    U_C, U_H, U_W, U_S, U_R, U_RS = uint32(C), uint32(H), uint32(W), uint32(S), uint32(R), uint32(R * S)
+    U_HO, U_WO, U_STRIDE, U_PAD = uint32(Ho), uint32(Wo), uint32(stride), uint32(padding)
+
+    @cuda.jit
+    def im2col_unsigned_kernel(X_flat, X_col_flat, cols):
+        col = uint32(cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)
+        row = uint32(cuda.blockIdx.y)
+        if col < uint32(cols):
+            x = uint32(col % U_WO)
+            rest = uint32(col // U_WO)
+            y = uint32(rest % U_HO)
+            n = uint32(rest // U_HO)
+            s = uint32(row % U_S)
+            r = uint32(uint32(row // U_S) % U_R)
+            c = uint32(row // U_RS)
+            iy = uint32(uint32(y * U_STRIDE + r) - U_PAD)  # in the padding: wraps to > H
+            ix = uint32(uint32(x * U_STRIDE + s) - U_PAD)
+            value = float32(0.0)
+            if iy < U_H and ix < U_W:
+                value = X_flat[uint32(uint32(uint32(n * U_C + c) * U_H + iy) * U_W + ix)]
+            X_col_flat[uint32(row * uint32(cols) + col)] = value
+
+    return im2col_unsigned_kernel
+
+
 @cuda.jit
 def col2im_kernel(dX_col, dX, R, S, padding, stride, Ho, Wo):
     """One thread per dX[n, c, iy, ix]: the sum of the X_col entries that copied it."""
@@ -124,14 +164,16 @@ def cols_to_nchw_kernel(Y_mat, b, Y):
         Y[n, k, p // Wo, p % Wo] = Y_mat[k, n * Ho * Wo + p] + b[k]
 
 
-IM2COL_VERSIONS = ("v1", "v2")
+IM2COL_VERSIONS = ("v1", "v2", "v3")
+U32_LIMIT = 2**32
 
 
 def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
     """X_col [C·R·S, N·H'·W'] on the device (R·S times the size of X, roughly).
 
     ``version`` "v1" is ``im2col_kernel`` (sizes passed at run time), "v2" (the default)
-    ``im2col_specialized``, compiled once per layer shape with its sizes as constants."""
+    ``im2col_specialized``, compiled once per layer shape with its sizes as constants, "v3"
+    ``im2col_unsigned``, version 2 in 32-bit unsigned arithmetic."""
     if version not in IM2COL_VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {IM2COL_VERSIONS}")
     require(X, "X", 4, layout="[N, C, H, W]")
@@ -139,8 +181,16 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, ve
     N, _, Ho, Wo = check_conv_inputs(X, np.empty((1, X.shape[1], R, S), np.float32), None, padding, stride)
     X_col = output(out, (X.shape[1] * R * S, N * Ho * Wo), "out")
     grid = (blocks(X_col.shape[1], BLOCK), X_col.shape[0])
+    if version == "v3" and max(X.size, X_col.size) >= U32_LIMIT:
+        raise ValueError(f"version 'v3' indexes with 32-bit offsets, but X has {X.size} and X_col {X_col.size} "
+                         f"elements (at most {U32_LIMIT - 1}); use version 'v2'")
     if version == "v1":
         im2col_kernel[grid, BLOCK](to_device(X), X_col, R, S, padding, stride, Ho, Wo)
+    elif version == "v3":
+        _, C, H, W = X.shape
+        X_dev = to_device(X)
+        im2col_unsigned(C, H, W, R, S, padding, stride)[grid, BLOCK](
+            X_dev.reshape(X_dev.size), X_col.reshape(X_col.size), X_col.shape[1])
     else:
         _, C, H, W = X.shape
         im2col_specialized(C, H, W, R, S, padding, stride)[grid, BLOCK](to_device(X), X_col)
