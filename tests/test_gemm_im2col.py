@@ -38,6 +38,18 @@ def test_gemm_v3_tile_shapes_on_a_ragged_product(shape, rng):
     gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
 
 
+@pytest.mark.parametrize("shape", [gemm.kernels.V4, gemm.kernels.V4_SIM, dict(BM=64, BN=32, BK=16, TM=4, TN=2)],
+                         ids=["gpu-default", "sim-default", "rectangular-deep"])
+def test_gemm_v4_tile_shapes_on_a_ragged_product(shape, rng):
+    # (BM + 2) x (BN + 14) x (5·BK - 3): 2 x 2 blocks, the second of each partly outside C, and
+    # five BK steps (the last one short), so each shared buffer holds a tile more than once
+    M, N, K = shape["BM"] + 2, shape["BN"] + 14, 5 * shape["BK"] - 3
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    C = gemm.matmul(A, B, version="v4", out=gpulib.poisoned((M, N)), shape=shape)
+    gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
+
+
 @pytest.mark.parametrize("version", gemm.VERSIONS)
 @pytest.mark.parametrize("trans_a, trans_b", [(True, False), (False, True), (True, True)])
 def test_gemm_transposed_operands_are_views(version, trans_a, trans_b, rng):

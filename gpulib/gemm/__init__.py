@@ -1,7 +1,8 @@
 """16.4: GEMM, C = A·B, three ways behind one interface (``matmul``):
 
-    kernels.py  the book's own Numba kernels: v1 naive, v2 shared tiles, v3 register-blocked
-    api.py      ``matmul(A, B, version=...)``: "v1" / "v2" / "v3", or "library" = cuBLAS
+    kernels.py  the book's own Numba kernels: v1 naive, v2 shared tiles, v3 register-blocked,
+                v4 double-buffered with 8×16 outputs per thread
+    api.py      ``matmul(A, B, version=...)``: "v1" to "v4", or "library" = cuBLAS
                 through CuPy on a GPU (zero-copy from Numba device arrays), NumPy without one
 """
 

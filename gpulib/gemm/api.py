@@ -8,7 +8,7 @@ from gpulib.arrays import blocks, output, require, to_device, to_host, transpose
 from gpulib.env import on_gpu, sized
 from gpulib.gemm import kernels
 
-VERSIONS = ("v1", "v2", "v3", "library")
+VERSIONS = ("v1", "v2", "v3", "v4", "library")
 
 
 def library_name() -> str:
@@ -53,14 +53,24 @@ def launch_v3(A, B, C, shape: dict | None = None):
     kernels.gemm_v3_kernel(**shape)[grid, threads](A, B, C)
 
 
+def launch_v4(A, B, C, shape: dict | None = None):
+    """Launch version 4 with a tile ``shape`` (dict of BM, BN, BK, TM, TN; default ``kernels.V4``,
+    16×16 on the simulator)."""
+    shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V4, sim=kernels.V4_SIM)
+    shape = {k: shape[k] for k in kernels.TILE_KEYS}
+    threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
+    grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
+    kernels.gemm_v4_kernel(**shape)[grid, threads](A, B, C)
+
+
 def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,
            shape: dict | None = None):
     """C = op(A)·op(B) for float32 matrices; returns C [M, N] on the device.
 
-    ``version`` is one of the book's kernels ("v1", "v2", "v3") or "library" (cuBLAS through
+    ``version`` is one of the book's kernels ("v1" to "v4") or "library" (cuBLAS through
     CuPy on a GPU, NumPy without one). op(A) is A [M, K], or Aᵀ when ``trans_a`` (then A is
     stored as [K, M]); the same for B. Transposes are views, never copies. ``shape`` sets
-    version 3's tile (see ``launch_v3``).
+    version 3's or 4's tile (see ``launch_v3``, ``launch_v4``).
     """
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
@@ -87,6 +97,8 @@ def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_
     elif version == "v2":
         T = kernels.TILE
         kernels.gemm_v2_kernel[(blocks(N, T), blocks(M, T)), (T, T)](A, B, C)
-    else:
+    elif version == "v3":
         launch_v3(A, B, C, shape)
+    else:
+        launch_v4(A, B, C, shape)
     return C

@@ -9,7 +9,14 @@
                A tile and a B tile into shared memory, then every value it reads from shared
                memory into a register is used TN (or TM) times: the idea behind fast GEMMs.
 
-All three handle any M, N, K (loads outside the matrices read as zero, stores are guarded).
+    version 4  version 3 with two shared-memory buffers per tile: while the threads multiply
+               from one, the next tiles are stored into the other, so each BK step needs one
+               barrier instead of two; and offsets in unsigned 32-bit arithmetic throughout.
+               Its default tile gives each thread 8×16 outputs, so that per step along K a
+               thread issues 24 shared-memory loads for 128 multiply-adds (version 3's 8×8:
+               16 for 64), which leaves the arithmetic, not the shared-memory pipe, the limit.
+
+All of them handle any M, N, K (loads outside the matrices read as zero, stores are guarded).
 """
 
 from functools import lru_cache
@@ -21,6 +28,8 @@ V3 = dict(BM=128, BN=128, BK=8, TM=8, TN=8, PREFETCH=True)  # version 3's defaul
 V3_SMALL = dict(BM=64, BN=64, BK=8, TM=4, TN=4, PREFETCH=True)  # for C of at most 64 rows
 # the simulator runs every thread in Python: a small tile wastes less work on small matrices
 V3_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2, PREFETCH=True)
+V4 = dict(BM=128, BN=256, BK=8, TM=8, TN=16)  # 16×16 threads, 8×16 outputs each
+V4_SIM = dict(BM=16, BN=16, BK=4, TM=2, TN=2)
 
 
 @cuda.jit
@@ -171,3 +180,96 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
                     C[i, j] = acc[m, n]
 
     return gemm_v3
+
+
+@lru_cache(maxsize=None)
+def gemm_v4_kernel(BM: int = 128, BN: int = 256, BK: int = 8, TM: int = 8, TN: int = 16):
+    """Version 4 for a BM×BN block tile: version 3's register blocking and register prefetch,
+    with double-buffered shared tiles (one barrier per BK step) and unsigned offsets.
+
+    Step i multiplies from buffer i % 2 while the tiles of step i + 1, already in registers,
+    go into buffer (i + 1) % 2 after the multiply; the barrier at the end of step i then both
+    publishes the new tiles and guarantees that nobody still reads the buffer that step i + 2
+    will overwrite. Launch with (BN // TN) × (BM // TM) threads per block.
+    """
+    THREADS_X, THREADS_Y = BN // TN, BM // TM
+    THREADS = THREADS_X * THREADS_Y
+    if (BM * BK) % THREADS or (BK * BN) % THREADS:
+        raise ValueError(f"{THREADS} threads cannot share a {BM}x{BK} and a {BK}x{BN} tile evenly")
+    A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS
+    A_ROW = BM + 4  # padding against bank conflicts in the transposing store, as in version 3
+    A_SIZE, B_SIZE = BK * A_ROW, BK * BN
+
+    @cuda.jit(device=True)
+    def fetch(A, B, a_next, b_next, row0, col0, k0, flat):
+        """This thread's share of the next A and B tiles, from global memory into registers."""
+        M, K = A.shape
+        N = B.shape[1]
+        for i in range(A_LOADS):
+            e = uint32(flat + i * THREADS)
+            gi, gk = uint32(row0 + e // BK), uint32(k0 + e % BK)
+            a_next[i] = A[gi, gk] if gi < M and gk < K else float32(0.0)
+        for i in range(B_LOADS):
+            e = uint32(flat + i * THREADS)
+            gk, gj = uint32(k0 + e // BN), uint32(col0 + e % BN)
+            b_next[i] = B[gk, gj] if gk < K and gj < N else float32(0.0)
+
+    @cuda.jit(device=True)
+    def publish(a_flat, b_flat, a_next, b_next, buffer, flat):
+        """The registers' tiles into shared buffer ``buffer`` (0 or 1)."""
+        a_base, b_base = uint32(buffer * A_SIZE), uint32(buffer * B_SIZE)
+        for i in range(A_LOADS):
+            e = uint32(flat + i * THREADS)
+            a_flat[a_base + uint32((e % BK) * A_ROW + e // BK)] = a_next[i]
+        for i in range(B_LOADS):
+            e = uint32(flat + i * THREADS)
+            b_flat[b_base + e] = b_next[i]
+
+    @cuda.jit
+    def gemm_v4(A, B, C):
+        a_flat = cuda.shared.array(2 * A_SIZE, float32)  # two A tiles, transposed: [k, m]
+        b_flat = cuda.shared.array(2 * B_SIZE, float32)  # two B tiles: [k, n]
+        acc = cuda.local.array((TM, TN), float32)
+        a_reg = cuda.local.array(TM, float32)
+        b_reg = cuda.local.array(TN, float32)
+        a_next = cuda.local.array(A_LOADS, float32)
+        b_next = cuda.local.array(B_LOADS, float32)
+        tx, ty = uint32(cuda.threadIdx.x), uint32(cuda.threadIdx.y)
+        flat = uint32(ty * THREADS_X + tx)
+        row0 = uint32(cuda.blockIdx.y * BM)
+        col0 = uint32(cuda.blockIdx.x * BN)
+        M, K = A.shape
+        N = B.shape[1]
+        for m in range(TM):
+            for n in range(TN):
+                acc[m, n] = float32(0.0)
+        fetch(A, B, a_next, b_next, row0, col0, 0, flat)
+        publish(a_flat, b_flat, a_next, b_next, 0, flat)
+        cuda.syncthreads()
+        steps = (K + BK - 1) // BK
+        for step in range(steps):
+            buffer = uint32(step % 2)
+            more = step + 1 < steps
+            if more:  # the next tiles' loads are in flight during the multiply below
+                fetch(A, B, a_next, b_next, row0, col0, uint32((step + 1) * BK), flat)
+            a_buf, b_buf = uint32(buffer * A_SIZE + ty), uint32(buffer * B_SIZE + tx)
+            for k in range(BK):
+                a_k = uint32(a_buf + k * A_ROW)
+                b_k = uint32(b_buf + k * BN)
+                for m in range(TM):
+                    a_reg[m] = a_flat[a_k + uint32(m * THREADS_Y)]
+                for n in range(TN):
+                    b_reg[n] = b_flat[b_k + uint32(n * THREADS_X)]
+                for m in range(TM):
+                    for n in range(TN):
+                        acc[m, n] += a_reg[m] * b_reg[n]
+            if more:
+                publish(a_flat, b_flat, a_next, b_next, 1 - buffer, flat)
+            cuda.syncthreads()  # the one barrier of the step
+        for m in range(TM):
+            for n in range(TN):
+                i, j = row0 + ty + uint32(m * THREADS_Y), col0 + tx + uint32(n * THREADS_X)
+                if i < M and j < N:
+                    C[i, j] = acc[m, n]
+
+    return gemm_v4
