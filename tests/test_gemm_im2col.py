@@ -96,6 +96,8 @@ def test_im2col_v3_refuses_offsets_beyond_32_bits(monkeypatch):
     with pytest.raises(ValueError, match="32-bit offsets.*X_col 450"):
         I.im2col(X, 3, 3, 1, 1, version="v3")
     I.im2col(X, 3, 3, 1, 1, version="v2")  # the others have no such limit
+    gpulib.validate(I.im2col(X, 3, 3, 1, 1, out=gpulib.poisoned((18, 25))), ref.im2col(X, 3, 3, 1, 1),
+                    name="the default falls back to version 2")
 
 
 def test_col2im_is_the_adjoint_of_im2col(rng):

@@ -74,7 +74,7 @@ def test_profiler_records_every_launch_and_restores_the_launch(rng):
         model.step(model.loss_and_grads(X, y)[1], 0.1)
     kernels = [k["kernel"] for k in prof.kernels()]
     assert kernels.count("sgd_update_kernel") == 6
-    assert "im2col_specialized_kernel" in kernels and ("numpy matmul" in kernels or "cuBLAS sgemm" in kernels)
+    assert "im2col_unsigned_kernel" in kernels and ("numpy matmul" in kernels or "cuBLAS sgemm" in kernels)
     assert all(k["pattern"] != "?" for k in prof.kernels()), [k["kernel"] for k in prof.kernels() if k["pattern"] == "?"]
     assert [o["op"] for o in prof.ops()][:2] == ["conv1 forward", "relu1"]
     count = len(prof.launches)

@@ -77,6 +77,52 @@ def test_nhwc_conv_kernel_writes_every_output_over_several_blocks_and_steps(rng)
     gpulib.validate(got, want, scale=ref.conv2d_magnitude(X, W, b, 2, 2).max(), name="NHWC tensor-core conv")
 
 
+def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
+    """Version 2's operands and output conversion, made on the device, against the same
+    layouts built with NumPy: fp16 values, channels and filters padded with zeros."""
+    from gpulib.tensorcore import conv as TC
+
+    X = rng.standard_normal((2, 5, 4, 3)).astype(np.float32)  # C = 5 -> 8
+    W = rng.standard_normal((6, 5, 3, 2)).astype(np.float32)  # K = 6 -> 16
+    b = rng.standard_normal(6).astype(np.float32)
+    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)
+    want_X = np.zeros((2, 4, 3, 8), np.float16)
+    want_X[..., :5] = X.transpose(0, 2, 3, 1)
+    want_W = np.zeros((3, 2, 8, 16), np.float16)
+    want_W[:, :, :5, :6] = W.transpose(2, 3, 1, 0)
+    want_b = np.zeros((16, 64), np.float32)
+    want_b[:, :6] = b
+    np.testing.assert_array_equal(X2.copy_to_host(), want_X.reshape(24, 8))
+    np.testing.assert_array_equal(Wt.copy_to_host(), want_W.reshape(48, 16))
+    np.testing.assert_array_equal(bias_rows.copy_to_host(), want_b)
+    Yn = rng.standard_normal((32, 16)).astype(np.float32)  # 2·4·3 = 24 pixel rows, padded to 32
+    Y = gpulib.poisoned((2, 6, 4, 3))
+    TC.nhwc_rows_to_nchw_kernel[1, 256](gpulib.env.cuda.to_device(Yn), Y)
+    np.testing.assert_array_equal(Y.copy_to_host(), TC.nhwc_rows_to_nchw(Yn, (2, 6, 4, 3)))
+    np.testing.assert_array_equal(TC.fp16_copy(X).copy_to_host(), X.astype(np.float16))
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypatch):
+    from gpulib import arrays
+    from gpulib import reference as ref
+    from gpulib.tensorcore import conv as TC
+
+    def no_host(*args, **kwargs):
+        raise AssertionError("a copy to the host inside conv2d_tc")
+
+    X = rng.standard_normal((2, 5, 6, 7)).astype(np.float32)
+    W = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    X_dev, W_dev, b_dev = (gpulib.env.cuda.to_device(a) for a in (X, W, b))
+    monkeypatch.setattr(TC, "to_host", no_host)
+    monkeypatch.setattr(arrays, "to_host", no_host)
+    Y = TC.conv2d_tc(X_dev, W_dev, b_dev, 1, 1, out=gpulib.poisoned((2, 6, 6, 7)), version=version)
+    monkeypatch.undo()
+    gpulib.validate(Y, TC.reference(X, W, b, 1, 1), scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(),
+                    name=f"tensor-core conv {version}")
+
+
 def test_unknown_conv_version_is_a_value_error():
     from gpulib.tensorcore import conv as TC
 

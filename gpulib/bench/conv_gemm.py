@@ -3,7 +3,7 @@ GPU or read from the results stored in benchmarks/results/conv_gemm.json.
 
 Three parts, each a list of rows:
 
-    gemm     C = A·B, 4096³ fp32: gemm v1, v2, v3 (several tile shapes) and cuBLAS (CuPy, TF32 off)
+    gemm     C = A·B, 4096³ fp32: gemm v1, v2, v3 and v4 (several tile shapes each) and cuBLAS (CuPy, TF32 off)
     layer    the 16.3 layer (N=32, C=64, 56x56, K=64, 3x3, padding 1): im2col alone, GEMM alone,
              im2col + GEMM, implicit GEMM (both variants), direct v2 and cuDNN fp32
     memory   bytes of X against bytes of X_col, measured as the drop in the device's free
@@ -38,6 +38,10 @@ _P = dict(PREFETCH=True)
 V3_SHAPES = [gemm_kernels.V3, dict(gemm_kernels.V3, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
              dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=64, BK=32, TM=4, TN=4, **_P),
              dict(BM=128, BN=64, BK=16, TM=8, TN=4, **_P), dict(BM=64, BN=128, BK=16, TM=4, TN=8, **_P)]
+# version 4 tile shapes; the first is gemm.kernels.V4, the default
+V4_SHAPES = [gemm_kernels.V4, dict(BM=128, BN=256, BK=8, TM=8, TN=16), dict(BM=256, BN=128, BK=8, TM=16, TN=8),
+             dict(BM=128, BN=128, BK=16, TM=8, TN=8), dict(BM=128, BN=128, BK=4, TM=8, TN=8),
+             dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=64, BN=256, BK=8, TM=4, TN=16)]
 IMPLICIT_SHAPES = [TILE, dict(TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
                    dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=128, BK=8, TM=4, TN=8, **_P),
                    dict(BM=64, BN=32, BK=8, TM=4, TN=2, **_P)]
@@ -50,7 +54,7 @@ def _shape_name(t: dict) -> str:
     return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread{prefetch}"
 
 
-def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> list[dict]:
+def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shapes_v4=V4_SHAPES) -> list[dict]:
     """The GEMM ladder on size³ fp32, each version checked against a float64 product (cuBLAS dgemm)."""
     import cupy
 
@@ -64,6 +68,7 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES) -> l
     del cA, cB
     runs = [("gpulib gemm v1 (naive)", "v1", None), ("gpulib gemm v2 (shared tiles 16x16)", "v2", None)]
     runs += [(f"gpulib gemm v3 ({_shape_name(t)})", "v3", t) for t in shapes]
+    runs += [(f"gpulib gemm v4 ({_shape_name(t)}, double-buffered)", "v4", t) for t in shapes_v4]
     runs += [("cuBLAS sgemm (CuPy, TF32 off)", "library", None)]
     rows = []
     for name, version, shape in runs:
@@ -202,7 +207,7 @@ def plot_speed(results: dict, measured_live: bool):
     from matplotlib.ticker import FuncFormatter
 
     fig, (ax_g, ax_l) = plt.subplots(1, 2, figsize=(14, 5.6), gridspec_kw=dict(width_ratios=[1, 1.15]))
-    colour = dict(v1="tab:gray", v2="tab:blue", v3="tab:blue", library="tab:green", im2col="tab:orange",
+    colour = dict(v1="tab:gray", v2="tab:blue", v3="tab:blue", v4="tab:cyan", library="tab:green", im2col="tab:orange",
                   gemm="tab:olive", **{"im2col+gemm": "tab:orange"}, implicit="tab:purple", direct="tab:gray",
                   cudnn="tab:green")
     for ax, rows, library in ((ax_g, results["gemm"]["rows"], "cuBLAS"), (ax_l, results["layer"]["rows"], "cuDNN")):

@@ -357,6 +357,7 @@ def measure_im2col(repeat: int = 20) -> dict:
     runs = {
         "Numba v1 (sizes at run time)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v1"),
         "Numba v2 (sizes compiled in)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v2"),
+        "Numba v3 (compiled in, unsigned 32-bit)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v3"),
         "CUDA C, sizes at run time": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out),
         "CUDA C, sizes as template constants": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out,
                                                                                  fixed_sizes=True),
@@ -426,6 +427,19 @@ def measure_softmax(repeat: int = 20) -> list[dict]:
 
 
 PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax")
+
+
+def measure_part(part: str, repeat: int = 20) -> dict:
+    """One part of ``measure`` alone (``benchmarks/summary.py --part NAME --save``), carrying its
+    own device and date, since the stored results around it may come from another run."""
+    if part not in PARTS:
+        raise ValueError(f"unknown part {part!r}; choose one of {PARTS}")
+    results = measure(repeat=repeat, parts=(part,))
+    if part in results.get("failed", {}):
+        raise RuntimeError(f"{part}: {results['failed'][part]}")
+    if not isinstance(results[part], dict):
+        raise ValueError(f"part {part!r} is measured with the others; run the whole benchmark")
+    return dict(results[part], measured=M.header(repeat))
 
 
 def measure(repeat: int = 20, progress=print, parts=PARTS) -> dict:

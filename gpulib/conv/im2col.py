@@ -87,14 +87,15 @@ def im2col_unsigned(C: int, H: int, W: int, R: int, S: int, padding: int, stride
     number, so each division by a compiled-in size becomes a 64-bit multiply-high sequence,
     and every array index is tested for a negative value (Python's wraparound) before use.
     Here the column and everything derived from it is a uint32: a division by a constant is
-    one 32-bit multiply-high and a shift, a position in the padding wraps around to a huge
-    unsigned value (so one comparison tests both edges), and loads and stores take unsigned
-    offsets into 1-D views, which Numba does not test. Every offset must fit in 32 bits.
+    one 32-bit multiply-high and a shift, positions are counted in the padded image (so they
+    are never negative), and loads and stores take unsigned offsets into 1-D views, which
+    Numba does not test. Every offset must fit in 32 bits.
     """
     Ho = (H + 2 * padding - R) // stride + 1
     Wo = (W + 2 * padding - S) // stride + 1
     U_C, U_H, U_W, U_S, U_R, U_RS = uint32(C), uint32(H), uint32(W), uint32(S), uint32(R), uint32(R * S)
     U_HO, U_WO, U_STRIDE, U_PAD = uint32(Ho), uint32(Wo), uint32(stride), uint32(padding)
+    U_H_END, U_W_END = uint32(H + padding), uint32(W + padding)  # where the image ends, in padded coordinates
 
     @cuda.jit
     def im2col_unsigned_kernel(X_flat, X_col_flat, cols):
@@ -108,11 +109,11 @@ def im2col_unsigned(C: int, H: int, W: int, R: int, S: int, padding: int, stride
             s = uint32(row % U_S)
             r = uint32(uint32(row // U_S) % U_R)
             c = uint32(row // U_RS)
-            iy = uint32(uint32(y * U_STRIDE + r) - U_PAD)  # in the padding: wraps to > H
-            ix = uint32(uint32(x * U_STRIDE + s) - U_PAD)
+            py = uint32(y * U_STRIDE + r)  # the tap's position in the padded image
+            px = uint32(x * U_STRIDE + s)
             value = float32(0.0)
-            if iy < U_H and ix < U_W:
-                value = X_flat[uint32(uint32(uint32(n * U_C + c) * U_H + iy) * U_W + ix)]
+            if U_PAD <= py < U_H_END and U_PAD <= px < U_W_END:
+                value = X_flat[uint32(uint32(uint32(n * U_C + c) * U_H + (py - U_PAD)) * U_W + (px - U_PAD))]
             X_col_flat[uint32(row * uint32(cols) + col)] = value
 
     return im2col_unsigned_kernel
@@ -168,19 +169,22 @@ IM2COL_VERSIONS = ("v1", "v2", "v3")
 U32_LIMIT = 2**32
 
 
-def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
+def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, version: str | None = None):
     """X_col [C·R·S, N·H'·W'] on the device (R·S times the size of X, roughly).
 
-    ``version`` "v1" is ``im2col_kernel`` (sizes passed at run time), "v2" (the default)
+    ``version`` "v1" is ``im2col_kernel`` (sizes passed at run time), "v2"
     ``im2col_specialized``, compiled once per layer shape with its sizes as constants, "v3"
-    ``im2col_unsigned``, version 2 in 32-bit unsigned arithmetic."""
-    if version not in IM2COL_VERSIONS:
+    ``im2col_unsigned``, version 2 in 32-bit unsigned arithmetic. By default (None) version 3,
+    or version 2 where X or X_col has 2³² elements or more."""
+    if version is not None and version not in IM2COL_VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {IM2COL_VERSIONS}")
     require(X, "X", 4, layout="[N, C, H, W]")
     R, S = require_int(R, "R", 1), require_int(S, "S", 1)
     N, _, Ho, Wo = check_conv_inputs(X, np.empty((1, X.shape[1], R, S), np.float32), None, padding, stride)
     X_col = output(out, (X.shape[1] * R * S, N * Ho * Wo), "out")
     grid = (blocks(X_col.shape[1], BLOCK), X_col.shape[0])
+    if version is None:
+        version = "v3" if max(X.size, X_col.size) < U32_LIMIT else "v2"
     if version == "v3" and max(X.size, X_col.size) >= U32_LIMIT:
         raise ValueError(f"version 'v3' indexes with 32-bit offsets, but X has {X.size} and X_col {X_col.size} "
                          f"elements (at most {U32_LIMIT - 1}); use version 'v2'")

@@ -162,7 +162,7 @@ def row_table(C: int, R: int, S: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _device_table(C: int, R: int, S: int):
+def device_row_table(C: int, R: int, S: int):
     """``row_table`` on the device, made once per (C, R, S): a layer called again (a training
     loop, the auto-tuner's timing) does not copy it over again."""
     return to_device(row_table(C, R, S))
@@ -195,7 +195,7 @@ def _launch(X, W, b, padding, stride, out, precomputed: bool, table, tile: dict 
     if precomputed and table is not None:
         _check_table(table, C, R, S)
     elif precomputed:
-        table = _device_table(C, R, S)
+        table = device_row_table(C, R, S)
     else:
         table = _no_table()  # the on-the-fly variant reads no table
     W_mat = to_device(W).reshape(K, C * R * S)

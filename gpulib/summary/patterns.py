@@ -35,6 +35,7 @@ PATTERNS: dict[str, tuple[str, str]] = {
     # 16.4: im2col, GEMM, implicit GEMM
     "im2col_kernel": ("im2col, coalesced writes (index arithmetic)", "16.4"),
     "im2col_specialized_kernel": ("im2col, coalesced writes, sizes fixed at compile time", "16.4"),
+    "im2col_unsigned_kernel": ("im2col, coalesced writes, sizes fixed, unsigned 32-bit indices", "16.4"),
     "col2im_kernel": ("col2im as a gather, no atomics", "16.4"),
     "nchw_to_cols_kernel": ("layout change (transpose)", "16.4"),
     "cols_to_nchw_kernel": ("layout change (transpose) + bias", "16.4"),
@@ -53,6 +54,11 @@ PATTERNS: dict[str, tuple[str, str]] = {
     "winograd_fused_kernel": ("Winograd, fused in one kernel", "16.5"),
     "tc_conv_kernel": ("tensor cores (WMMA), implicit GEMM", "16.5"),
     "tc_conv_nhwc_kernel": ("tensor cores (WMMA), NHWC, asynchronous copies", "16.5"),
+    "to_fp16_kernel": ("elementwise conversion to fp16", "16.5"),
+    "nchw_to_nhwc16_kernel": ("layout change NCHW to NHWC, fp16, channels padded", "16.5"),
+    "filters_to_rsck16_kernel": ("layout change of the filters to [R·S·C, K], fp16, padded", "16.5"),
+    "bias_rows_kernel": ("bias repeated in 16 rows (accumulators' start)", "16.5"),
+    "nhwc_rows_to_nchw_kernel": ("layout change NHWC rows to NCHW", "16.5"),
     # 16.6
     "weight_grad_tree_kernel": (REDUCTION + " (shared-memory tree, one block per weight)", "16.6"),
     "bias_grad_tree_kernel": (REDUCTION + " (shared-memory tree, one block per channel)", "16.6"),

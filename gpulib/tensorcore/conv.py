@@ -26,7 +26,7 @@ from numba import cuda, float32, types
 
 from gpulib import reference as ref
 from gpulib.arrays import blocks, output, to_device, to_host
-from gpulib.conv.implicit_gemm import row_table
+from gpulib.conv.implicit_gemm import device_row_table
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
 from gpulib.tensorcore import wmma
 from gpulib.tensorcore.gemm import warp_mma, warp_store
@@ -155,22 +155,87 @@ def tc_conv_nhwc_kernel(X, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride):
     warp_store(Y, acc, row0 + wy, col0 + wx, 4, 2)
 
 
+@cuda.jit
+def to_fp16_kernel(src, dst):
+    """dst[i] = fp16(src[i]) on flat views: the operands of version 1."""
+    i = cuda.grid(1)
+    if i < dst.size:
+        dst[i] = float16(src[i])
+
+
+@cuda.jit
+def nchw_to_nhwc16_kernel(X, Xn):
+    """Xn [N·H·W, C8] fp16 from X [N, C, H, W]: Xn[(n·H + y)·W + x, c] = X[n, c, y, x], zeros in the
+    padding channels c ≥ C. One thread per element of Xn (its writes are consecutive)."""
+    i = cuda.grid(1)
+    rows, C8 = Xn.shape
+    if i < rows * C8:
+        N, C, H, Wd = X.shape
+        c, p = i % C8, i // C8
+        x, y, n = p % Wd, (p // Wd) % H, p // (Wd * H)
+        Xn[p, c] = float16(X[n, c, y, x]) if c < C else float16(0.0)
+
+
+@cuda.jit
+def filters_to_rsck16_kernel(W, Wt):
+    """Wt [R·S·C8, K16] fp16 from W [K, C, R, S]: Wt[(r·S + s)·C8 + c, k] = W[k, c, r, s], zeros
+    where c ≥ C or k ≥ K. One thread per element of Wt."""
+    i = cuda.grid(1)
+    rows, K16 = Wt.shape
+    if i < rows * K16:
+        K, C, R, S = W.shape
+        C8 = rows // (R * S)
+        k, row = i % K16, i // K16
+        c, rs = row % C8, row // C8
+        r, s = rs // S, rs % S
+        Wt[row, k] = float16(W[k, c, r, s]) if c < C and k < K else float16(0.0)
+
+
+@cuda.jit
+def bias_rows_kernel(b, bias_rows):
+    """bias_rows [16, K64]: b repeated in 16 rows, zeros beyond K (the accumulators' start)."""
+    i = cuda.grid(1)
+    if i < bias_rows.size:
+        k = i % bias_rows.shape[1]
+        bias_rows[i // bias_rows.shape[1], k] = b[k] if k < b.size else float32(0.0)
+
+
+@cuda.jit
+def nhwc_rows_to_nchw_kernel(Yn, Y):
+    """Y [N, K, H', W'] from version 2's Yn [rows ≥ N·H'·W', K16]: the padding rows and filters
+    dropped. One thread per element of Y (its writes are consecutive)."""
+    i = cuda.grid(1)
+    if i < Y.size:
+        N, K, Ho, Wo = Y.shape
+        x, y = i % Wo, (i // Wo) % Ho
+        k, n = (i // (Wo * Ho)) % K, i // (Wo * Ho * K)
+        Y[n, k, y, x] = Yn[(n * Ho + y) * Wo + x, k]
+
+
 def nhwc_operands(X, W, b=None):
     """Version 2's operands from NCHW X [N, C, H, W] and W [K, C, R, S]: X as [N·H·W, C8] fp16,
     W as [R·S·C8, K16] fp16 (C padded to a multiple of 8, K to 16, with zeros) and the bias
-    repeated in 16 rows [16, K rounded up to 64], fp32. On the device."""
-    X, W = to_host(X), to_host(W)
+    repeated in 16 rows [16, K rounded up to 64], fp32. Converted on the device, by kernels:
+    nothing goes through the host (NumPy inputs are copied to the device once)."""
+    X, W = to_device(X), to_device(W)
     N, C, H, Wd = X.shape
     K, _, R, S = W.shape
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
-    Xn = np.zeros((N, H, Wd, C8), np.float16)
-    Xn[..., :C] = X.transpose(0, 2, 3, 1)
-    Wt = np.zeros((R, S, C8, K16), np.float16)
-    Wt[:, :, :C, :K] = W.transpose(2, 3, 1, 0)
-    bias_rows = np.zeros((16, blocks(K, 64) * 64), np.float32)
-    if b is not None:
-        bias_rows[:, :K] = to_host(b)
-    return to_device(Xn.reshape(N * H * Wd, C8)), to_device(Wt.reshape(R * S * C8, K16)), to_device(bias_rows)
+    Xn = cuda.device_array((N * H * Wd, C8), np.float16)
+    Wt = cuda.device_array((R * S * C8, K16), np.float16)
+    bias_rows = cuda.device_array((16, blocks(K, 64) * 64), np.float32)
+    nchw_to_nhwc16_kernel[blocks(Xn.size, 256), 256](X, Xn)
+    filters_to_rsck16_kernel[blocks(Wt.size, 256), 256](W, Wt)
+    bias_rows_kernel[blocks(bias_rows.size, 256), 256](bias_or_zeros(b, K), bias_rows)
+    return Xn, Wt, bias_rows
+
+
+def fp16_copy(a):
+    """An fp16 copy of a float32 array, made on the device."""
+    a = to_device(a)
+    out = cuda.device_array(a.shape, np.float16)
+    to_fp16_kernel[blocks(a.size, 256), 256](a.reshape(a.size), out.reshape(out.size))
+    return out
 
 
 def launch_nchw(X16, W16, bias, Y, padding: int, stride: int, table):
@@ -204,7 +269,8 @@ VERSIONS = ("v1", "v2")
 
 def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
     """Y = conv(X, W) + b on the tensor cores: X and W rounded to fp16, sums in fp32, Y float32
-    [N, K, H', W']. Version 1 works in NCHW; version 2 converts to NHWC and back (on the host)."""
+    [N, K, H', W']. Version 1 works in NCHW; version 2 converts to NHWC and back. Every conversion
+    (to fp16, to NHWC, back to NCHW) is a kernel: nothing goes through the host."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
@@ -214,11 +280,11 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, vers
         X2, Wt, bias_rows = nhwc_operands(X, W, b)
         Yn = cuda.device_array((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]), np.float32)
         launch_nhwc(X2, Wt, bias_rows, Yn, (N, X.shape[2], X.shape[3], R, S), padding, stride)
-        Y.copy_to_device(np.ascontiguousarray(nhwc_rows_to_nchw(Yn, (N, K, Ho, Wo))))
+        nhwc_rows_to_nchw_kernel[blocks(Y.size, 256), 256](Yn, Y)
         return Y
-    X16 = to_device(np.asarray(to_host(X), np.float16))
-    W16 = to_device(np.asarray(to_host(W), np.float16).reshape(K, C * R * S))
-    launch_nchw(X16, W16, bias_or_zeros(b, K), Y, padding, stride, to_device(row_table(C, R, S)))
+    X16 = fp16_copy(X)
+    W16 = fp16_copy(W).reshape(K, C * R * S)
+    launch_nchw(X16, W16, bias_or_zeros(b, K), Y, padding, stride, device_row_table(C, R, S))
     return Y
 
 
