@@ -426,7 +426,79 @@ def measure_softmax(repeat: int = 20) -> list[dict]:
     return rows
 
 
-PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax")
+# ------------------------------------------------------------------ against PyTorch
+PYTORCH_BATCH = 256
+
+
+def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05) -> dict:
+    """One training step of the book's model (BookCNN, convolutions on the auto-tuner's picks)
+    against the same model in PyTorch eager mode (cuDNN with cudnn.benchmark, fp32, TF32 off),
+    from the same weights on the same batch. First the two steps' losses and gradients are
+    compared, then each step's wall time is measured (median of ``repeat``): forward, backward,
+    the SGD update and the loss copied to the host, as the book's training loop does."""
+    import torch
+
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    F = torch.nn.functional
+    model = BookCNN(channels=CHANNELS)
+    X, y = _images(batch)
+    X_dev, y_dev = cuda.to_device(X), cuda.to_device(y)
+    gpu = torch.device("cuda")
+    params = [torch.tensor(p, device=gpu, requires_grad=True) for p in model.host_params()]
+    Xt, yt = torch.tensor(X, device=gpu), torch.tensor(y, device=gpu, dtype=torch.long)
+
+    def torch_loss():
+        W1, b1, W2, b2, Wf, bf = params
+        a1 = F.relu(F.conv2d(Xt, W1, b1, padding=1))
+        a2 = F.relu(F.conv2d(a1, W2, b2, padding=1))
+        return F.cross_entropy(F.linear(F.max_pool2d(a2, 2).flatten(1), Wf, bf), yt)
+
+    loss, grads = model.loss_and_grads(X_dev, y_dev)
+    t_loss = torch_loss()
+    t_loss.backward()
+    grad_errors = [validate(g, p.grad.detach().cpu().numpy().astype(np.float64),
+                            scale=float(p.grad.abs().max()) or 1.0, rtol=1e-4, name=f"grad {i} vs PyTorch").rel_err
+                   for i, (g, p) in enumerate(zip(grads, params))]
+    loss_diff = abs(loss - float(t_loss))
+
+    def torch_step():
+        for p in params:
+            p.grad = None
+        step_loss = torch_loss()
+        step_loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p -= lr * p.grad
+        return step_loss.item()
+
+    def gpulib_step():
+        step_loss, step_grads = model.loss_and_grads(X_dev, y_dev)
+        model.step(step_grads, lr)
+        return step_loss
+
+    def median_wall(step) -> float:
+        for _ in range(3):
+            step()
+        cuda.synchronize()
+        torch.cuda.synchronize()
+        walls = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            step()
+            cuda.synchronize()
+            torch.cuda.synchronize()
+            walls.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(walls)
+
+    gpulib_ms, torch_ms = median_wall(gpulib_step), median_wall(torch_step)
+    return dict(batch=batch, channels=CHANNELS, gpulib_ms=gpulib_ms, torch_ms=torch_ms, ratio=gpulib_ms / torch_ms,
+                grad_rel_err=grad_errors, loss_diff=loss_diff, torch=torch.__version__,
+                algorithms=[p for p in model.algorithms])
+
+
+PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax", "pytorch")
 
 
 def measure_part(part: str, repeat: int = 20) -> dict:
@@ -452,7 +524,8 @@ def measure(repeat: int = 20, progress=print, parts=PARTS) -> dict:
         progress("breakdown ...")
         results["breakdown"] = measure_breakdown()
     for part, fn in (("limits", measure_limits), ("memory", measure_memory), ("playbook", measure_playbook),
-                     ("im2col", measure_im2col), ("cuda_c", measure_cuda_c), ("softmax", measure_softmax)):
+                     ("im2col", measure_im2col), ("cuda_c", measure_cuda_c), ("softmax", measure_softmax),
+                     ("pytorch", measure_pytorch)):
         if part in parts:
             progress(f"{part} ...")
             try:
@@ -508,4 +581,9 @@ def table(results: dict) -> str:
     for r in results.get("softmax", []):
         lines.append(f"softmax {r['rows']}x{r['cols']}: tree {r['tree_ms']:.4f} ms, thread per row "
                      f"{r['thread_per_row_ms']:.4f} ms")
+    pt = results.get("pytorch")
+    if pt:
+        lines.append(f"one training step, batch {pt['batch']}: gpulib {pt['gpulib_ms']:.3f} ms, PyTorch {pt['torch']} "
+                     f"{pt['torch_ms']:.3f} ms ({pt['ratio']:.2f}x PyTorch's time); gradients within "
+                     f"{max(pt['grad_rel_err']):.1e}, loss within {pt['loss_diff']:.1e}")
     return "\n".join(lines)
