@@ -30,6 +30,7 @@ html_theme_options = {
     "use_download_button": False,
     "use_fullscreen_button": False,
     "navigation_with_keys": False,
+    "footer_content_items": [],  # the theme's "By <author>" reads badly in its Korean translation
 }
 html_last_updated_fmt = None
 html_copy_source = False
