@@ -498,14 +498,16 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
                 algorithms=[p for p in model.algorithms])
 
 
-PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax", "pytorch")
+PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax")
+# measured only when asked for (--part pytorch): it needs PyTorch besides the book's packages
+EXTRA_PARTS = ("pytorch",)
 
 
 def measure_part(part: str, repeat: int = 20) -> dict:
     """One part of ``measure`` alone (``benchmarks/summary.py --part NAME --save``), carrying its
     own device and date, since the stored results around it may come from another run."""
-    if part not in PARTS:
-        raise ValueError(f"unknown part {part!r}; choose one of {PARTS}")
+    if part not in PARTS + EXTRA_PARTS:
+        raise ValueError(f"unknown part {part!r}; choose one of {PARTS + EXTRA_PARTS}")
     results = measure(repeat=repeat, parts=(part,))
     if part in results.get("failed", {}):
         raise RuntimeError(f"{part}: {results['failed'][part]}")
