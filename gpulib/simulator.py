@@ -20,6 +20,7 @@ On barrier-free kernels this runs the book's simulator sizes about 4 to 5 times 
 from __future__ import annotations
 
 import types
+from functools import lru_cache
 
 import numpy as np
 
@@ -27,9 +28,6 @@ BARRIER_NAMES = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and"
                            "this_grid", "cg"})
 
 LIBRARIES = frozenset({"numpy", "numba", "numba_cuda", "math", "builtins", "functools"})
-
-_needs_threads_cache: dict = {}
-_installed = False
 
 
 def _code_names(code: types.CodeType) -> set:
@@ -77,20 +75,18 @@ def needs_threads(fn, _seen: set | None = None) -> bool:
     return False
 
 
+@lru_cache(maxsize=None)
 def _kernel_needs_threads(fn) -> bool:
-    needs = _needs_threads_cache.get(fn)
-    if needs is None:
-        needs = _needs_threads_cache[fn] = needs_threads(fn)
-    return needs
+    return needs_threads(fn)
 
 
 def install() -> None:
     """Make the simulator run the threads of barrier-free kernels one after another (idempotent)."""
-    global _installed
-    if _installed:
-        return
     from numba.cuda.simulator import kernel as simulator
     from numba.cuda.simulator.kernelapi import Dim3
+
+    if hasattr(simulator.BlockManager.run, "threaded_run"):
+        return  # installed already
 
     class SequentialBlock(simulator.BlockThread):
         """All the threads of one block, in turn, in this one Python thread."""
@@ -125,4 +121,3 @@ def install() -> None:
 
     run.threaded_run = threaded_run
     simulator.BlockManager.run = run
-    _installed = True

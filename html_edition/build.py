@@ -116,11 +116,13 @@ def _mathjax_dir() -> Path:
 
 
 def _korean_fonts() -> list[Path]:
-    spec = importlib.util.find_spec("koreanize_matplotlib")  # the figures' font, shipped with gpulib
-    if spec is None:
+    """NanumGothic regular and bold: the font the figures use (gpulib.figures.style)."""
+    from gpulib.figures.style import korean_font_path
+
+    regular = korean_font_path()
+    if regular is None:
         raise SystemExit("koreanize-matplotlib (NanumGothic) is missing: `pip install -e .`")
-    fonts = Path(next(iter(spec.submodule_search_locations))) / "fonts"
-    return [fonts / "NanumGothic.ttf", fonts / "NanumGothicBold.ttf"]
+    return [regular, regular.with_name("NanumGothicBold.ttf")]
 
 
 def book_characters() -> str:

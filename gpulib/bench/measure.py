@@ -60,6 +60,17 @@ def torch_modules():
     return torch, F
 
 
+def torch_fp32_cudnn():
+    """(torch, F) set the way the benchmarks compare against PyTorch: cudnn.benchmark on (cuDNN
+    times its algorithms and keeps the fastest), TF32 off (PyTorch's default lets an "fp32"
+    convolution use TF32 tensor cores)."""
+    torch, F = torch_modules()
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch, F
+
+
 def reference_conv(X, W, b, layer: dict):
     """(float64 Y, what computed it): PyTorch's conv2d in float64 on the GPU if present, else NumPy."""
     try:
@@ -81,10 +92,7 @@ def cudnn_conv(X, W, b, layer: dict, precision: str = "fp32"):
 
     fp32: NCHW with TF32 off (PyTorch's default lets an "fp32" convolution use TF32 tensor
     cores). fp16: X, W, b rounded to fp16, channels_last, the layout cuDNN's fastest kernels want."""
-    torch, F = torch_modules()
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
+    torch, F = torch_fp32_cudnn()
     tX, tW, tb = (torch.as_tensor(a, device="cuda") for a in (X, W, b))
     if precision == "fp16":
         tX, tW = (t.half().to(memory_format=torch.channels_last) for t in (tX, tW))

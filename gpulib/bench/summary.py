@@ -94,6 +94,21 @@ def measure_training(progress=print) -> dict:
                 epoch_loss=epoch_loss, train_acc=history.epoch_train_acc, test_acc=history.epoch_test_acc)
 
 
+def median_wall_ms(step, repeat: int, warmup: int, synchronize=cuda.synchronize) -> float:
+    """The median wall time of ``step()`` in ms over ``repeat`` calls after ``warmup`` calls,
+    each ended by ``synchronize()`` (the GPU work finished, not only launched)."""
+    for _ in range(warmup):
+        step()
+    synchronize()
+    walls = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        step()
+        synchronize()
+        walls.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(walls)
+
+
 BREAKDOWNS = ((64, "tree"), (4096, "thread"), (4096, "tree"))  # (batch, how the gradients dW and db are summed)
 
 
@@ -105,15 +120,8 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
         model = BookCNN(channels=CHANNELS, algorithms_per_layer=algorithms, reduction=reduction)
         X, y = _images(batch)
         X_dev, y_dev = cuda.to_device(X), cuda.to_device(y)
-        for _ in range(2):  # compile, tune and warm up
-            model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9)
-        cuda.synchronize()
-        walls = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9)
-            cuda.synchronize()
-            walls.append((time.perf_counter() - t0) * 1e3)
+        step_wall_ms = median_wall_ms(lambda: model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9), repeat,
+                                      warmup=2)  # the warm-up compiles and tunes
         runs = []
         for _ in range(repeat):
             with Profiler() as prof:
@@ -132,7 +140,7 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
                     for a, shape, W in zip(algorithms, ((batch, 1, 8, 8), (batch, CHANNELS[0], 8, 8)),
                                            (model.params[0], model.params[2]))]
         out.append(dict(batch=batch, algorithms=resolved, reduction=reduction, kernels=kernels, ops=ops,
-                        step_wall_ms=statistics.median(walls),
+                        step_wall_ms=step_wall_ms,
                         step_gpu_ms=sum(o["ms"] for o in ops)))
     return out
 
@@ -243,17 +251,9 @@ def measure_memory(batches=MEMORY_BATCHES, configs=MEMORY_CONFIGS) -> list[dict]
 def _wall_and_events(run, repeat: int = 50):
     """(median wall ms from launch to synchronize, median CUDA-event ms) of ``run``."""
     torch, _ = M.torch_modules()
-    for _ in range(5):
-        run()
-    torch.cuda.synchronize()
-    walls = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        torch.cuda.synchronize()
-        walls.append((time.perf_counter() - t0) * 1e3)
+    wall = median_wall_ms(run, repeat, warmup=5, synchronize=torch.cuda.synchronize)
     events = benchmark(run, repeat=repeat, flush_l2=False).median_ms
-    return statistics.median(walls), events
+    return wall, events
 
 
 def measure_playbook(repeat: int = 20) -> dict:
@@ -436,12 +436,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     from the same weights on the same batch. First the two steps' losses and gradients are
     compared, then each step's wall time is measured (median of ``repeat``): forward, backward,
     the SGD update and the loss copied to the host, as the book's training loop does."""
-    import torch
-
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    F = torch.nn.functional
+    torch, F = M.torch_fp32_cudnn()
     model = BookCNN(channels=CHANNELS)
     X, y = _images(batch)
     X_dev, y_dev = cuda.to_device(X), cuda.to_device(y)
@@ -478,21 +473,12 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         model.step(step_grads, lr)
         return step_loss
 
-    def median_wall(step) -> float:
-        for _ in range(3):
-            step()
+    def both_synchronized():  # Numba's and PyTorch's work both finished
         cuda.synchronize()
         torch.cuda.synchronize()
-        walls = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            step()
-            cuda.synchronize()
-            torch.cuda.synchronize()
-            walls.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(walls)
 
-    gpulib_ms, torch_ms = median_wall(gpulib_step), median_wall(torch_step)
+    gpulib_ms = median_wall_ms(gpulib_step, repeat, warmup=3, synchronize=both_synchronized)
+    torch_ms = median_wall_ms(torch_step, repeat, warmup=3, synchronize=both_synchronized)
     return dict(batch=batch, channels=CHANNELS, gpulib_ms=gpulib_ms, torch_ms=torch_ms, ratio=gpulib_ms / torch_ms,
                 step_timing=f"median of {repeat} steps' wall time, each ended by synchronizing the GPU",
                 grad_rel_err=grad_errors, loss_diff=loss_diff, torch=torch.__version__,

@@ -183,9 +183,10 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, ve
     N, _, Ho, Wo = check_conv_inputs(X, np.empty((1, X.shape[1], R, S), np.float32), None, padding, stride)
     X_col = output(out, (X.shape[1] * R * S, N * Ho * Wo), "out")
     grid = (blocks(X_col.shape[1], BLOCK), X_col.shape[0])
+    fits_32_bits = max(X.size, X_col.size) < U32_LIMIT
     if version is None:
-        version = "v3" if max(X.size, X_col.size) < U32_LIMIT else "v2"
-    if version == "v3" and max(X.size, X_col.size) >= U32_LIMIT:
+        version = "v3" if fits_32_bits else "v2"
+    if version == "v3" and not fits_32_bits:
         raise ValueError(f"version 'v3' indexes with 32-bit offsets, but X has {X.size} and X_col {X_col.size} "
                          f"elements (at most {U32_LIMIT - 1}); use version 'v2'")
     if version == "v1":

@@ -44,23 +44,26 @@ def v3_shape(rows: int | None = None) -> dict:
     return sized(gpu=gpu, sim=kernels.V3_SIM)
 
 
+def _launch_tiled(factory, A, B, C, shape: dict) -> None:
+    """Launch a register-blocked version (3 or 4) built by ``factory`` for the tile ``shape``:
+    (BN/TN) × (BM/TM) threads per block, one block per BM×BN tile of C."""
+    threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
+    grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
+    factory(**shape)[grid, threads](A, B, C)
+
+
 def launch_v3(A, B, C, shape: dict | None = None):
     """Launch version 3 with a tile ``shape`` (dict of BM, BN, BK, TM, TN); by default the one
     ``v3_shape`` picks for C's rows."""
     shape = kernels.check_tile(shape, "shape") if shape is not None else v3_shape(C.shape[0])
-    threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
-    grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
-    kernels.gemm_v3_kernel(**shape)[grid, threads](A, B, C)
+    _launch_tiled(kernels.gemm_v3_kernel, A, B, C, shape)
 
 
 def launch_v4(A, B, C, shape: dict | None = None):
     """Launch version 4 with a tile ``shape`` (dict of BM, BN, BK, TM, TN; default ``kernels.V4``,
-    16×16 on the simulator)."""
+    16×16 on the simulator). Version 4 always prefetches, so a PREFETCH key is ignored."""
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V4, sim=kernels.V4_SIM)
-    shape = {k: shape[k] for k in kernels.TILE_KEYS}
-    threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
-    grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
-    kernels.gemm_v4_kernel(**shape)[grid, threads](A, B, C)
+    _launch_tiled(kernels.gemm_v4_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
 
 
 def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,
