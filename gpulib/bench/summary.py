@@ -18,6 +18,9 @@ the measured peak, the debugging playbook's measurements, and im2col's real bott
                 two in CUDA C, and a plain fill of X_col (the memory-speed floor)
     cuda_c      the CUDA C direct convolution against the Numba one
     softmax     one block per row (tree reductions) against one thread per row, for wide rows
+    pytorch     (only when asked: it needs PyTorch) one training step against PyTorch eager, from
+                the same weights: gpulib eager, the step recorded once and replayed (launches,
+                and one CUDA graph), and PyTorch
 
 ``benchmarks/summary.py`` is the command line; results go to benchmarks/results/summary.json.
 """
@@ -43,6 +46,7 @@ from gpulib.mlp.train import train
 from gpulib.summary import memory, roofline
 from gpulib.summary.model import NO_PROFILER, BookCNN, reference_grads
 from gpulib.summary.profile import Profiler, used_bytes
+from gpulib.summary.replay import ReplayedStep
 from gpulib.summary.softmax import softmax_rows
 from gpulib.timing import benchmark
 
@@ -477,9 +481,39 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         cuda.synchronize()
         torch.cuda.synchronize()
 
+    # the same step recorded once and replayed (gpulib/summary/replay.py), as launches and as one
+    # CUDA graph; first three steps each from the same weights, which must end equal
+    steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS)}
+    replayed = {"replayed": ReplayedStep(steps["replayed"], batch, lr),
+                "graph": ReplayedStep(steps["graph"], batch, lr, graph=True)}
+    start = model.host_params()
+    for m in steps.values():
+        for p, value in zip(m.params, start):
+            p.copy_to_device(value)
+    for _ in range(3):
+        gpulib_step()
+        for run in replayed.values():
+            run(X_dev, y_dev)
+    eager_params = model.host_params()
+    replay_diff = {name: max(float(np.abs(a - b).max()) for a, b in zip(eager_params, steps[name].host_params()))
+                   for name in replayed}
+    rec = replayed["replayed"].recording
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(repeat):  # the replay's Python work alone: the GPU queue never runs dry
+        rec.replay()
+    python_us = (time.perf_counter() - t0) / repeat / len(rec.entries) * 1e6
+    cuda.synchronize()
+
     gpulib_ms = median_wall_ms(gpulib_step, repeat, warmup=3, synchronize=both_synchronized)
+    replayed_ms = {name: median_wall_ms(lambda run=run: run(X_dev, y_dev), repeat, warmup=3,
+                                        synchronize=both_synchronized) for name, run in replayed.items()}
     torch_ms = median_wall_ms(torch_step, repeat, warmup=3, synchronize=both_synchronized)
     return dict(batch=batch, channels=CHANNELS, gpulib_ms=gpulib_ms, torch_ms=torch_ms, ratio=gpulib_ms / torch_ms,
+                replayed_ms=replayed_ms["replayed"], graph_ms=replayed_ms["graph"],
+                graph_built=replayed["graph"].graph is not None, graph_error=replayed["graph"].graph_error,
+                launches=len(rec.entries),
+                replay_python_us_per_launch=python_us, replay_max_abs_diff=replay_diff,
                 step_timing=f"median of {repeat} steps' wall time, each ended by synchronizing the GPU",
                 grad_rel_err=grad_errors, loss_diff=loss_diff, torch=torch.__version__,
                 algorithms=[p for p in model.algorithms])
@@ -575,4 +609,10 @@ def table(results: dict) -> str:
         lines.append(f"one training step, batch {pt['batch']}: gpulib {pt['gpulib_ms']:.3f} ms, PyTorch {pt['torch']} "
                      f"{pt['torch_ms']:.3f} ms ({pt['ratio']:.2f}x PyTorch's time); gradients within "
                      f"{max(pt['grad_rel_err']):.1e}, loss within {pt['loss_diff']:.1e}")
+        if "replayed_ms" in pt:
+            lines.append(f"  recorded once, replayed: {pt['replayed_ms']:.3f} ms ({pt['replayed_ms'] / pt['torch_ms']:.2f}x), "
+                         f"as one CUDA graph: {pt['graph_ms']:.3f} ms ({pt['graph_ms'] / pt['torch_ms']:.2f}x, built: "
+                         f"{pt['graph_built']}); {pt['launches']} launches, "
+                         f"{pt['replay_python_us_per_launch']:.1f} us of Python each; parameters after 3 steps "
+                         f"differ from eager by {pt['replay_max_abs_diff']}")
     return "\n".join(lines)

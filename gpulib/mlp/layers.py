@@ -112,11 +112,23 @@ def dense_backward(X, W, H, dH, activation: str = "relu", *, need_dX: bool = Tru
     return dX, dW, db
 
 
-def softmax_cross_entropy(Z, labels, *, out=None):
+def _check_labels(labels, shape, values: bool) -> None:
+    """Labels for a [N, classes] batch: their shape and dtype always, their values (a copy of N
+    integers to the host) when ``values``."""
+    if values:
+        require_int_labels(labels, "labels", shape[0], shape[1])
+    else:
+        require(labels, "labels", 1, np.int32, "[N]")
+        if labels.shape[0] != shape[0]:
+            raise ValueError(f"labels has {labels.shape[0]} entries but there are {shape[0]} samples")
+
+
+def softmax_cross_entropy(Z, labels, *, out=None, check_labels: bool = True):
     """Per-sample probabilities and loss (P, loss) of logits Z [N, classes]; one thread per
-    sample. ``out`` may hold (P, loss) output arrays."""
+    sample. ``out`` may hold (P, loss) output arrays. ``check_labels=False`` skips reading the
+    labels back to check their range, for a caller that has checked them already."""
     require(Z, "Z", 2, layout="[N, classes]")
-    require_int_labels(labels, "labels", Z.shape[0], Z.shape[1])
+    _check_labels(labels, Z.shape, check_labels)
     out_P, out_loss = outputs(out, ("P", "loss"))
     P = output(out_P, tuple(Z.shape), "P")
     loss = output(out_loss, (Z.shape[0],), "loss")
@@ -126,10 +138,11 @@ def softmax_cross_entropy(Z, labels, *, out=None):
     return P, loss
 
 
-def softmax_cross_entropy_backward(P, labels, *, out=None):
-    """dZ = (P - onehot(labels)) / N, the gradient of the mean loss."""
+def softmax_cross_entropy_backward(P, labels, *, out=None, check_labels: bool = True):
+    """dZ = (P - onehot(labels)) / N, the gradient of the mean loss (``check_labels`` as in
+    ``softmax_cross_entropy``)."""
     require(P, "P", 2, layout="[N, classes]")
-    require_int_labels(labels, "labels", P.shape[0], P.shape[1])
+    _check_labels(labels, P.shape, check_labels)
     dZ = output(out, tuple(P.shape))
     grid, block = grid_2d(P.shape[0], P.shape[1])
     kernels.softmax_xent_backward_kernel[grid, block](to_device(P), to_device(labels), dZ)

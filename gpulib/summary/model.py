@@ -97,14 +97,23 @@ class BookCNN:
         """Mean loss and the gradients of the six parameters, by backpropagation."""
         X = self._images(X)  # inputs and labels are checked before anything is launched
         require_int_labels(labels, "labels", X.shape[0], self.classes)
+        losses, grads = self.device_loss_and_grads(X, to_device(labels))
+        with self.profiler.op("loss to host"):
+            mean_loss = float(losses.copy_to_host().mean(dtype=np.float64))
+        return mean_loss, grads
+
+    def device_loss_and_grads(self, X, labels):
+        """Each sample's loss and the six gradients, all left on the device: X is a device batch
+        [N, C, H, W] and labels device int32 [N], both checked already (``loss_and_grads`` checks
+        them). Nothing here copies between host and device, so a recording of it
+        (gpulib/summary/replay.py) repeats the whole step."""
         op = self.profiler.op
         t = self.forward(X)
-        labels = to_device(labels)
         W1, _, W2, _, Wf, _ = self.params
         with op("softmax + loss"):
-            P, loss = mlp.softmax_cross_entropy(t["logits"], labels)
+            P, losses = mlp.softmax_cross_entropy(t["logits"], labels, check_labels=False)  # checked
         with op("softmax backward"):
-            dZ = mlp.softmax_cross_entropy_backward(P, labels)
+            dZ = mlp.softmax_cross_entropy_backward(P, labels, check_labels=False)
         with op("fc backward"):
             d_flat, dWf, dbf = mlp.dense_backward(t["flat"], Wf, t["logits"], dZ, "identity")
         with op("max pool backward"):
@@ -118,11 +127,9 @@ class BookCNN:
         with op("relu1 backward"):
             d_conv1 = L.relu_backward(t["relu1"], d_relu1)
         with op("conv1 backward"):
-            _, dW1, db1 = L.conv2d_backward(X, W1, d_conv1, padding=1, need_dX=False, algorithm=self.algorithms[0],
-                                            reduction=self.reduction)
-        with op("loss to host"):
-            mean_loss = float(loss.copy_to_host().mean(dtype=np.float64))
-        return mean_loss, [dW1, db1, dW2, db2, dWf, dbf]
+            _, dW1, db1 = L.conv2d_backward(t["X"], W1, d_conv1, padding=1, need_dX=False,
+                                            algorithm=self.algorithms[0], reduction=self.reduction)
+        return losses, [dW1, db1, dW2, db2, dWf, dbf]
 
     def step(self, grads, lr: float) -> None:
         with self.profiler.op("SGD update"):

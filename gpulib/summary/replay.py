@@ -1,0 +1,260 @@
+"""16.6: a training step recorded once and replayed: the launches without Python's work per launch.
+
+    with record() as rec:                 # the step runs once, every launch is kept
+        losses, grads = model.device_loss_and_grads(X_buf, y_buf)
+        model.step(grads, lr)
+    rec.replay()                          # the same launches on the same buffers, again
+    graph = rec.graph()                   # on a GPU: one CUDA graph of them all
+    graph.replay()
+
+Why: on a small model a step's kernels take less GPU time than Python takes to launch them.
+Each Numba launch types its arguments, looks up the compiled kernel, checks and converts every
+array and scalar and builds a launch configuration (tens of microseconds), and gpulib's
+wrappers check shapes and allocate outputs around it. A step that launches the same kernels on
+arrays of the same shapes every time needs all of that only once. This is what a CUDA graph
+is, and what PyTorch's ``torch.cuda.graphs`` and CUDA-graph capture in JAX/XLA do.
+
+How: while ``record()`` is active, Numba's launch is wrapped (cuda.core's ``launch`` on a GPU,
+the simulator's ``FakeCUDAKernel.__call__`` without one) so that each launch is kept with its
+arguments as Numba prepared them, and gpulib's cuBLAS call is kept as a call. ``replay()``
+launches the kept kernels in the same order; ``graph()`` builds one CUDA graph from them (only
+kernel launches, so not when a cuBLAS call was recorded). The recording keeps every array it
+saw alive, so the buffers the launches write stay theirs.
+
+What a replay cannot repeat, a recording refuses: a copy between host and device (a loss
+copied back, labels copied over) or between device arrays raises ``RecordingError`` at once.
+Inputs therefore live in buffers that the caller fills before each replay, and anything that
+depends on values (a check of the labels, the auto-tuner's first measurement of a shape) runs
+before recording. ``ReplayedStep`` does all of this for a ``BookCNN``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpulib.arrays import require_int, require_int_labels, require_learning_rate, to_device
+from gpulib.env import cuda, on_gpu
+
+
+class RecordingError(RuntimeError):
+    """Something happened during a recording that a replay would not repeat."""
+
+
+@dataclass
+class Recording:
+    """The launches of one recorded run, in order (see the module docstring)."""
+
+    entries: list = field(default_factory=list)  # (kind, name, replay data)
+    keep: list = field(default_factory=list)  # every argument seen, kept alive
+    _calls: list | None = None  # one ready-made call per entry, built at the first replay
+
+    @property
+    def names(self) -> list[str]:
+        """The kernel (or library call) of each recorded launch."""
+        return [name for _, name, _ in self.entries]
+
+    def replay(self) -> None:
+        """Launch every recorded kernel (and call every recorded library function) again, in order."""
+        if self._calls is None:
+            self._calls = [_replay_call(kind, data) for kind, _, data in self.entries]
+        for call in self._calls:
+            call()
+
+    def graph(self) -> "Graph":
+        """One CUDA graph holding every recorded launch (GPU only; kernel launches only)."""
+        if not on_gpu():
+            raise RecordingError("CUDA graphs need a GPU; on the simulator use replay()")
+        if any(kind != "cuda" for kind, _, _ in self.entries):
+            library = sorted({name for kind, name, _ in self.entries if kind != "cuda"})
+            raise RecordingError(f"a CUDA graph holds kernel launches only, but the recording has {library}; "
+                                 "use replay(), or a conv algorithm that does not call cuBLAS")
+        from cuda.core import Device, launch
+
+        device = Device()
+        device.set_current()
+        builder = device.create_graph_builder().begin_building()
+        for _, _, (_, config, kernel, args) in self.entries:
+            launch(builder, config, kernel, *args)
+        return Graph(builder.end_building().complete(), device.default_stream, self)
+
+
+@dataclass
+class Graph:
+    """A recording as one CUDA graph: ``replay()`` is one launch, on the stream gpulib uses."""
+
+    graph: object
+    stream: object
+    recording: Recording  # keeps the buffers alive
+
+    def replay(self) -> None:
+        self.graph.launch(self.stream)
+
+
+_active: list[Recording] = []
+
+
+def _replay_call(kind: str, data):
+    """A call with no arguments that repeats one recorded entry."""
+    if kind == "cuda":  # the very call Numba made to cuda.core, its arguments already converted
+        from numba.cuda import dispatcher
+
+        stream, config, kernel, args = data
+        return functools.partial(dispatcher.launch, stream, config, kernel, *args)
+    if kind == "sim":
+        kernel, grid, block, shared, args = data
+        return lambda: kernel[grid, block, 0, shared](*args)
+    from gpulib.gemm import api
+
+    return functools.partial(api.library_matmul, *data)
+
+
+def _refused(what: str, original, allowed: list):
+    """``original`` made to raise RecordingError, except inside a recorded library call
+    (``allowed`` non-empty), which a replay repeats whole, its copies included."""
+    def guarded(*args, **kwargs):
+        if allowed:
+            return original(*args, **kwargs)
+        raise RecordingError(f"{what} during a recording: a replay would not repeat it. Fill input buffers "
+                             "before recording and copy results back after it")
+    return guarded
+
+
+@contextlib.contextmanager
+def record():
+    """Record every launch inside the block (see the module docstring); yields the Recording."""
+    if _active:
+        raise RecordingError("a recording is already active; recordings do not nest")
+    from gpulib.gemm import api
+
+    rec, undo, in_library = Recording(), [], []
+
+    def patch(owner, name, value):
+        old = getattr(owner, name)
+        setattr(owner, name, value)
+        undo.append(lambda: setattr(owner, name, old))
+
+    def refuse(owner, name, what):
+        patch(owner, name, _refused(what, getattr(owner, name), in_library))
+
+    library = api.library_matmul
+
+    def recorded_library(A, B, C):
+        rec.entries.append(("library", "cuBLAS sgemm" if api.library_name() == "cublas" else "numpy matmul",
+                            (A, B, C)))
+        rec.keep += [A, B, C]
+        in_library.append(True)
+        try:
+            return library(A, B, C)
+        finally:
+            in_library.pop()
+
+    patch(api, "library_matmul", recorded_library)
+    refuse(cuda, "to_device", "a copy to the device (cuda.to_device)")
+    if on_gpu():
+        from numba.cuda import dispatcher
+        from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase
+
+        configured_call, core_launch = dispatcher._LaunchConfiguration.__call__, dispatcher.launch
+        current = []
+
+        def recorded_call(config, *args):
+            current.append(config.dispatcher.py_func.__name__)
+            rec.keep.append(args)
+            try:
+                return configured_call(config, *args)
+            finally:
+                current.pop()
+
+        def recorded_launch(stream, config, kernel, *args):
+            rec.entries.append(("cuda", current[-1] if current else "kernel", (stream, config, kernel, args)))
+            return core_launch(stream, config, kernel, *args)
+
+        patch(dispatcher._LaunchConfiguration, "__call__", recorded_call)
+        patch(dispatcher, "launch", recorded_launch)
+        for method in ("copy_to_host", "copy_to_device"):
+            refuse(DeviceNDArrayBase, method, f"a device array's {method}")
+    else:
+        from numba.cuda.simulator import kernel as sim
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        call = sim.FakeCUDAKernel.__call__
+
+        def recorded_sim_call(kernel, *args):
+            if kernel._device or sim._kernel_context:  # a device function, or a call inside a kernel
+                return call(kernel, *args)
+            rec.entries.append(("sim", kernel.fn.__name__,
+                                (kernel, kernel.grid_dim, kernel.block_dim, kernel.dynshared_size, args)))
+            rec.keep.append(args)
+            return call(kernel, *args)
+
+        patch(sim.FakeCUDAKernel, "__call__", recorded_sim_call)
+        for method in ("copy_to_host", "copy_to_device"):
+            refuse(FakeCUDAArray, method, f"a device array's {method}")
+    _active.append(rec)
+    try:
+        yield rec
+    finally:
+        _active.pop()
+        while undo:
+            undo.pop()()
+
+
+class ReplayedStep:
+    """Training steps of a ``BookCNN`` on batches of one size, recorded once and replayed.
+
+        step = ReplayedStep(model, batch=256, lr=0.05)
+        loss = step(X, labels)      # the same result as model.loss_and_grads + model.step
+
+    Every call checks X and the labels as the eager step does and copies them into the step's
+    input buffers. The first call runs the step once to compile its kernels and settle the
+    auto-tuner's picks, then runs it again while recording (that run is the step the call
+    returns); later calls replay the recording. ``graph=True`` replays it as one CUDA graph
+    where there is a GPU and the step calls no cuBLAS; otherwise it replays the launches and
+    ``graph_error`` says why.
+    """
+
+    def __init__(self, model, batch: int, lr: float, graph: bool = False):
+        self.model, self.batch = model, require_int(batch, "batch", 1)
+        self.lr = require_learning_rate(lr)
+        self.want_graph = graph
+        self.X = cuda.device_array((self.batch, *model.image_shape), np.float32)
+        self.labels = cuda.device_array(self.batch, np.int32)
+        self.recording: Recording | None = None
+        self.graph: Graph | None = None
+        self.graph_error: str | None = None  # why graph=True could not build one
+
+    def _run(self):
+        losses, grads = self.model.device_loss_and_grads(self.X, self.labels)
+        self.model.step(grads, self.lr)
+        return losses
+
+    def __call__(self, X, labels) -> float:
+        """One SGD step on (X, labels); returns the batch's mean loss."""
+        from gpulib.cnn.model import images_on_device
+
+        X = images_on_device(X, self.model.image_shape)
+        if X.shape[0] != self.batch:
+            raise ValueError(f"X holds {X.shape[0]} images, this step was built for batches of {self.batch}")
+        require_int_labels(labels, "labels", self.batch, self.model.classes)
+        self.X.copy_to_device(X)
+        self.labels.copy_to_device(to_device(labels))
+        if self.recording is None:
+            self.model.device_loss_and_grads(self.X, self.labels)  # compile, tune, fill caches
+            with record() as rec:
+                self.losses = self._run()
+            self.recording = rec
+            if self.want_graph and on_gpu():
+                try:
+                    self.graph = rec.graph()
+                except Exception as err:  # the launches still replay; the reason is kept
+                    self.graph_error = f"{type(err).__name__}: {err}"
+        elif self.graph is not None:
+            self.graph.replay()
+        else:
+            self.recording.replay()
+        return float(self.losses.copy_to_host().mean(dtype=np.float64))
+

@@ -1,0 +1,103 @@
+"""16.6: a training step recorded once and replayed (gpulib/summary/replay.py)."""
+
+import numpy as np
+import pytest
+
+from gpulib.env import cuda, on_gpu
+from gpulib.gemm import api
+from gpulib.summary.model import BookCNN
+from gpulib.summary.replay import RecordingError, ReplayedStep, record
+
+
+@cuda.jit
+def _add_one(a):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        a[i] += 1.0
+
+
+def _batch(rng, n):
+    return rng.standard_normal((n, 1, 8, 8)).astype(np.float32), rng.integers(0, 10, n).astype(np.int32)
+
+
+@pytest.mark.parametrize("algorithms", [("direct", "direct"), ("gemm", "direct")])
+def test_replayed_steps_equal_eager_steps(rng, algorithms):
+    """Three steps on three different batches: the replayed model ends with the eager model's
+    parameters bit for bit and returns the same losses (the same kernels in the same order)."""
+    eager = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=5)
+    replayed = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=5)
+    step = ReplayedStep(replayed, batch=3, lr=0.1)
+    for _ in range(3):
+        X, y = _batch(rng, 3)
+        loss, grads = eager.loss_and_grads(X, y)
+        eager.step(grads, 0.1)
+        assert step(X, y) == loss
+        for a, b in zip(eager.host_params(), replayed.host_params()):
+            np.testing.assert_array_equal(a, b)
+    names = step.recording.names
+    assert names.count("sgd_update_kernel") == 6 and "softmax_xent_kernel" in names
+    if "gemm" in algorithms:  # im2col + GEMM: the library's product is replayed as a call
+        assert {"numpy matmul", "cuBLAS sgemm"} & set(names), names
+
+
+def test_a_replay_launches_the_recorded_kernel_again():
+    a = cuda.to_device(np.arange(5, dtype=np.float32))
+    with record() as rec:
+        _add_one[1, 8](a)
+    rec.replay()
+    rec.replay()
+    np.testing.assert_array_equal(a.copy_to_host(), np.arange(5) + 3.0)
+    assert rec.names == ["_add_one"]
+
+
+def test_a_replayed_library_call_reads_its_operands_again(rng):
+    A, B = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
+    A_dev, B_dev, C_dev = cuda.to_device(A), cuda.to_device(B), cuda.device_array((3, 2), np.float32)
+    with record() as rec:
+        api.library_matmul(A_dev, B_dev, C_dev)
+    A2 = rng.standard_normal((3, 4)).astype(np.float32)
+    A_dev.copy_to_device(A2)
+    rec.replay()
+    np.testing.assert_allclose(C_dev.copy_to_host(), A2 @ B, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("copy", ["to_host", "to_device", "cuda.to_device"])
+def test_a_recording_refuses_copies_and_undoes_its_patches(copy):
+    a = cuda.to_device(np.ones(4, np.float32))
+    do = {"to_host": lambda: a.copy_to_host(),
+          "to_device": lambda: a.copy_to_device(np.zeros(4, np.float32)),
+          "cuda.to_device": lambda: cuda.to_device(np.zeros(4, np.float32))}[copy]
+    with pytest.raises(RecordingError, match="a replay would not repeat it"):
+        with record():
+            do()
+    do()  # allowed again once the recording has ended
+    np.testing.assert_array_equal(cuda.to_device(np.full(2, 7, np.float32)).copy_to_host(), [7, 7])
+
+
+def test_recordings_do_not_nest_and_graphs_need_a_gpu():
+    with record():
+        with pytest.raises(RecordingError, match="do not nest"):
+            with record():
+                pass
+    if not on_gpu():
+        with record() as rec:
+            pass
+        with pytest.raises(RecordingError, match="need a GPU"):
+            rec.graph()
+
+
+def test_replayed_step_checks_its_inputs(rng):
+    model = BookCNN(channels=(2, 2), algorithms_per_layer=("direct", "direct"))
+    with pytest.raises(ValueError, match="batch"):
+        ReplayedStep(model, batch=0, lr=0.1)
+    with pytest.raises(ValueError, match="learning rate"):
+        ReplayedStep(model, batch=2, lr=float("nan"))
+    step = ReplayedStep(model, batch=2, lr=0.1)
+    X, y = _batch(rng, 3)
+    with pytest.raises(ValueError, match="built for batches of 2"):
+        step(X, y)
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 10\)"):
+        step(X[:2], np.array([0, 10], np.int32))
+    with pytest.raises(ValueError, match="images of shape"):
+        step(np.zeros((2, 1, 6, 6), np.float32), y[:2])
+    assert step.recording is None  # nothing was recorded, nothing launched
