@@ -15,6 +15,9 @@ grading watchdog see what they saw before. A barrier reached there anyway (throu
 module cannot see) stops the kernel with an error instead of giving a wrong answer.
 
 On barrier-free kernels this runs the book's simulator sizes about 4 to 5 times faster.
+
+``install()`` also lets shared and local arrays be declared with ``alignment=`` (16.4's GEMM v5
+aligns its shared tiles for 128-bit loads), which the simulator otherwise refuses.
 """
 
 from __future__ import annotations
@@ -121,3 +124,44 @@ def install() -> None:
 
     run.threaded_run = threaded_run
     simulator.BlockManager.run = run
+    _accept_alignment()
+
+
+def _accept_alignment() -> None:
+    """Let ``cuda.shared.array(..., alignment=16)`` run here: the simulator refuses the argument,
+    but NumPy's arrays are already 16-byte aligned and no kernel can observe a shared-memory
+    address in Python, so dropping it changes nothing a kernel computes (after checking it is a
+    power of two, as the GPU compiler does)."""
+    import sys
+
+    from numba.cuda import types as numba_types
+    from numba.cuda.np import numpy_support
+    from numba.cuda.simulator import kernelapi
+
+    def checked(alignment):
+        if alignment is not None and (int(alignment) < 1 or int(alignment) & (int(alignment) - 1)):
+            raise ValueError(f"alignment must be a power of two, not {alignment}")
+
+    local_array = kernelapi.FakeCUDALocal.array
+
+    def local(self, shape, dtype, alignment=None):
+        checked(alignment)
+        return local_array(self, shape, dtype)
+
+    def shared(self, shape, dtype, alignment=None):
+        """As the simulator's own: one array per block for each line of source that declares one
+        (the line found from the caller's frame), all the threads of the block sharing it."""
+        checked(alignment)
+        if isinstance(dtype, numba_types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        if shape == 0:  # dynamic shared memory: one buffer for all
+            return np.frombuffer(self._dynshared.data, dtype=dtype, count=self._dynshared_size // dtype.itemsize)
+        frame = sys._getframe(1)
+        caller = (frame.f_code.co_filename, frame.f_lineno)
+        res = self._allocations.get(caller)
+        if res is None:
+            res = self._allocations[caller] = np.empty(shape, dtype)
+        return res
+
+    kernelapi.FakeCUDALocal.array = local
+    kernelapi.FakeCUDAShared.array = shared

@@ -38,16 +38,25 @@ def test_gemm_v3_tile_shapes_on_a_ragged_product(shape, rng):
     gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
 
 
-@pytest.mark.parametrize("shape", [gemm.kernels.V4, gemm.kernels.V4_SIM, dict(BM=64, BN=32, BK=16, TM=4, TN=2)],
-                         ids=["gpu-default", "sim-default", "rectangular-deep"])
-def test_gemm_v4_tile_shapes_on_a_ragged_product(shape, rng):
+@pytest.mark.parametrize("version, shape", [
+    ("v4", gemm.kernels.V4), ("v4", gemm.kernels.V4_SIM), ("v4", dict(BM=64, BN=32, BK=16, TM=4, TN=2)),
+    ("v5", gemm.kernels.V5), ("v5", gemm.kernels.V5_SIM), ("v5", dict(BM=32, BN=64, BK=16, TM=4, TN=8))],
+    ids=["v4-gpu-default", "v4-sim-default", "v4-rectangular-deep", "v5-gpu-default", "v5-sim-default",
+         "v5-rectangular-deep"])
+def test_gemm_v4_v5_tile_shapes_on_a_ragged_product(version, shape, rng):
     # (BM + 2) x (BN + 14) x (5·BK - 3): 2 x 2 blocks, the second of each partly outside C, and
     # five BK steps (the last one short), so each shared buffer holds a tile more than once
     M, N, K = shape["BM"] + 2, shape["BN"] + 14, 5 * shape["BK"] - 3
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
-    C = gemm.matmul(A, B, version="v4", out=gpulib.poisoned((M, N)), shape=shape)
+    C = gemm.matmul(A, B, version=version, out=gpulib.poisoned((M, N)), shape=shape)
     gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
+
+
+def test_gemm_v5_needs_runs_of_four():
+    with pytest.raises(ValueError, match="TM and TN must be multiples of 4, not TM=2, TN=4"):
+        gemm.matmul(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32), version="v5",
+                    shape=dict(BM=16, BN=16, BK=4, TM=2, TN=4))
 
 
 @pytest.mark.parametrize("version", gemm.VERSIONS)

@@ -131,3 +131,34 @@ def test_installing_twice_changes_nothing():
     run = kernel.BlockManager.run
     simulator.install()
     assert kernel.BlockManager.run is run and hasattr(run, "threaded_run")
+
+
+@cuda.jit
+def _two_aligned_tiles(a, out):
+    first = cuda.shared.array(8, np.float32, alignment=16)
+    second = cuda.shared.array(8, np.float32, alignment=16)
+    scratch = cuda.local.array(2, np.float32, alignment=8)
+    i = cuda.threadIdx.x
+    first[i] = a[i]
+    second[i] = -a[i]
+    scratch[0] = first[i]
+    cuda.syncthreads()
+    out[i] = scratch[0] + 10 * second[7 - i]
+
+
+def test_aligned_shared_and_local_arrays_run_and_stay_apart():
+    a = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    _two_aligned_tiles[1, 8](a, out)
+    np.testing.assert_array_equal(out, a - 10 * a[::-1])
+
+
+@cuda.jit
+def _badly_aligned(out):
+    tile = cuda.shared.array(4, np.float32, alignment=12)
+    out[0] = tile.shape[0]
+
+
+def test_an_alignment_that_is_not_a_power_of_two_is_refused():
+    with pytest.raises(ValueError, match="alignment must be a power of two, not 12"):
+        _badly_aligned[1, 1](np.zeros(1, np.float32))

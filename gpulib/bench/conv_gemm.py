@@ -3,7 +3,8 @@ GPU or read from the results stored in benchmarks/results/conv_gemm.json.
 
 Three parts, each a list of rows:
 
-    gemm     C = A·B, 4096³ fp32: gemm v1, v2, v3 and v4 (several tile shapes each) and cuBLAS (CuPy, TF32 off)
+    gemm     C = A·B, 4096³ fp32: gemm v1 to v5 (several tile shapes for v3 to v5) and cuBLAS (CuPy,
+             TF32 off); for the default tiles of v3 to v5, registers and the SASS instruction mix
     layer    the 16.3 layer (N=32, C=64, 56x56, K=64, 3x3, padding 1): im2col alone, GEMM alone,
              im2col + GEMM, implicit GEMM (both variants), direct v2 and cuDNN fp32
     memory   bytes of X against bytes of X_col, measured as the drop in the device's free
@@ -11,7 +12,8 @@ Three parts, each a list of rows:
              what implicit GEMM allocates for the same layer
 
 Every timed row is checked against a float64 reference first. ``benchmarks/conv_gemm.py`` is
-the command-line front end; notebooks call ``measure`` on a GPU and ``load`` elsewhere.
+the command-line front end (``--part gemm|layer|memory`` measures one part); notebooks call
+``measure`` on a GPU and ``load`` elsewhere.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ V3_SHAPES = [gemm_kernels.V3, dict(gemm_kernels.V3, PREFETCH=False), dict(BM=64,
 V4_SHAPES = [gemm_kernels.V4, dict(BM=128, BN=256, BK=8, TM=8, TN=16), dict(BM=256, BN=128, BK=8, TM=16, TN=8),
              dict(BM=128, BN=128, BK=16, TM=8, TN=8), dict(BM=128, BN=128, BK=4, TM=8, TN=8),
              dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=64, BN=256, BK=8, TM=4, TN=16)]
+# version 5 tile shapes (TM and TN multiples of 4); the first is gemm.kernels.V5, the default
+V5_SHAPES = [gemm_kernels.V5, dict(BM=128, BN=128, BK=16, TM=8, TN=8), dict(BM=128, BN=64, BK=8, TM=8, TN=4),
+             dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=128, BN=256, BK=8, TM=8, TN=16),
+             dict(BM=256, BN=128, BK=8, TM=16, TN=8), dict(BM=64, BN=64, BK=8, TM=4, TN=4)]
 IMPLICIT_SHAPES = [TILE, dict(TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
                    dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=128, BK=8, TM=4, TN=8, **_P),
                    dict(BM=64, BN=32, BK=8, TM=4, TN=2, **_P)]
@@ -54,7 +60,8 @@ def _shape_name(t: dict) -> str:
     return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread{prefetch}"
 
 
-def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shapes_v4=V4_SHAPES) -> list[dict]:
+def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shapes_v4=V4_SHAPES,
+                 shapes_v5=V5_SHAPES) -> list[dict]:
     """The GEMM ladder on size³ fp32, each version checked against a float64 product (cuBLAS dgemm)."""
     import cupy
 
@@ -69,6 +76,7 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shap
     runs = [("gpulib gemm v1 (naive)", "v1", None), ("gpulib gemm v2 (shared tiles 16x16)", "v2", None)]
     runs += [(f"gpulib gemm v3 ({_shape_name(t)})", "v3", t) for t in shapes]
     runs += [(f"gpulib gemm v4 ({_shape_name(t)}, double-buffered)", "v4", t) for t in shapes_v4]
+    runs += [(f"gpulib gemm v5 ({_shape_name(t)}, 128-bit shared loads)", "v5", t) for t in shapes_v5]
     runs += [("cuBLAS sgemm (CuPy, TF32 off)", "library", None)]
     rows = []
     for name, version, shape in runs:
@@ -160,6 +168,51 @@ def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
     return rows
 
 
+def kernel_report() -> list[dict]:
+    """For the default tiles of GEMM v3, v4 and v5 (compiled by the ladder's runs): registers,
+    blocks per SM, and the instruction mix of the SASS (how many 32-bit and 128-bit shared
+    loads against FFMAs), the profile behind the ladder's speeds."""
+    from gpulib.gemm import api
+
+    rows = []
+    for version, factory, tile in (("v3", gemm_kernels.gemm_v3_kernel, gemm_kernels.V3),
+                                   ("v4", gemm_kernels.gemm_v4_kernel, gemm_kernels.V4),
+                                   ("v5", gemm_kernels.gemm_v5_kernel, gemm_kernels.V5)):
+        kernel = factory(**tile)
+        if not kernel.overloads:  # not compiled yet: one small product compiles it
+            A = cuda.to_device(np.ones((8, 8), np.float32))
+            api.matmul(A, A, version=version, shape=tile)
+        threads = (tile["BN"] // tile["TN"]) * (tile["BM"] // tile["TM"])
+        row = dict(version=version, tile=_shape_name(tile), **M.kernel_resources(kernel, threads))
+        try:
+            row["sass"] = M.sass_mix(kernel)
+        except Exception as err:  # no nvdisasm: the resources still count
+            row["sass_error"] = f"{type(err).__name__}: {err}"
+        rows.append(row)
+    return rows
+
+
+PARTS = ("gemm", "layer", "memory")
+
+
+def measure_part(part: str, repeat: int = 20) -> dict:
+    """One part of ``measure`` alone (``benchmarks/conv_gemm.py --part NAME --save``), carrying
+    its own device and date, since the stored results around it may come from another run."""
+    if part not in PARTS:
+        raise ValueError(f"unknown part {part!r}; choose one of {PARTS}")
+    M.require_gpu()
+    if part == "gemm":
+        rows = measure_gemm(repeat=repeat)
+        result = dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=rows[-1]["name"], rows=rows,
+                      kernels=kernel_report())
+    elif part == "layer":
+        rows, ref_name = measure_layer(repeat=repeat)
+        result = dict(layer=LAYER, gflop=flop(LAYER) / 1e9, reference=ref_name, library=rows[-1]["name"], rows=rows)
+    else:
+        result = dict(layer=LAYER, rows=measure_memory())
+    return dict(result, measured=M.header(repeat))
+
+
 def measure(repeat: int = 20, progress=print) -> dict:
     """All three parts; GPU only."""
     M.require_gpu()
@@ -170,7 +223,8 @@ def measure(repeat: int = 20, progress=print) -> dict:
     progress("memory ...")
     memory_rows = measure_memory()
     return dict(M.header(repeat),
-                gemm=dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=gemm_rows[-1]["name"], rows=gemm_rows),
+                gemm=dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=gemm_rows[-1]["name"], rows=gemm_rows,
+                          kernels=kernel_report()),
                 layer=dict(layer=LAYER, gflop=flop(LAYER) / 1e9, reference=ref_name, library=layer_rows[-1]["name"],
                            rows=layer_rows),
                 memory=dict(layer=LAYER, rows=memory_rows))
@@ -190,6 +244,10 @@ def table(results: dict) -> str:
     lines = [f"{results['device']}, {results['date']}, {results['timing']}",
              f"GEMM {g['size']}^3 fp32 ({g['gflop']:.0f} GFLOP)"]
     lines += M.rows_table(g["rows"], "cuBLAS", width=64)
+    for k in g.get("kernels", []):
+        mix = ", ".join(f"{op} {n}" for op, n in k.get("sass", {}).items()) or k.get("sass_error", "")
+        lines.append(f"  {k['version']} {k['tile']}: {k['registers']} registers, {k['blocks_per_sm']} blocks/SM; "
+                     f"SASS: {mix}")
     lines += [f"Layer {lay['layer']} ({lay['gflop']:.2f} GFLOP), checked against {lay['reference']}"]
     lines += M.rows_table(lay["rows"], "cuDNN", width=64)
     lines += ["Memory (MB = 10^6 bytes; X_col measured as the drop in free device memory)",

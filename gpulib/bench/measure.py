@@ -180,6 +180,33 @@ def kernel_resources(kernel, threads: int) -> dict:
                 blocks_by_registers=by_registers)
 
 
+SASS_OPS = ("FFMA", "LDS", "LDS.64", "LDS.128", "LDG", "STS", "BAR")
+
+
+def sass_mix(kernel) -> dict:
+    """How many times each instruction of ``SASS_OPS`` appears in a compiled kernel's machine code
+    (its one specialization; static counts, not executed ones). LDS is the 32-bit shared-memory
+    load, LDS.128 the 128-bit one. Needs nvdisasm (the CUDA toolkit) on the PATH."""
+    sass = kernel.inspect_sass()
+    if isinstance(sass, dict):
+        if len(sass) != 1:
+            raise ValueError(f"kernel has {len(sass)} compiled specializations; needs exactly one")
+        (sass,) = sass.values()
+    counts = dict.fromkeys(SASS_OPS, 0)
+    for line in sass.splitlines():
+        words = line.replace(";", " ").split()
+        for word in words:
+            base = word.split(".")[0]
+            if base in ("FFMA", "LDG", "STS", "BAR"):
+                counts[base] += 1
+                break
+            if base == "LDS":
+                width = next((w for w in word.split(".")[1:] if w in ("64", "128")), None)
+                counts["LDS." + width if width else "LDS"] += 1
+                break
+    return counts
+
+
 def load(path: Path) -> dict:
     """Stored results (measured on a GPU earlier), as written by ``save``."""
     return json.loads(Path(path).read_text())

@@ -8,7 +8,7 @@ from gpulib.arrays import blocks, output, require, to_device, to_host, transpose
 from gpulib.env import on_gpu, sized
 from gpulib.gemm import kernels
 
-VERSIONS = ("v1", "v2", "v3", "v4", "library")
+VERSIONS = ("v1", "v2", "v3", "v4", "v5", "library")
 
 
 def library_name() -> str:
@@ -66,14 +66,21 @@ def launch_v4(A, B, C, shape: dict | None = None):
     _launch_tiled(kernels.gemm_v4_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
 
 
+def launch_v5(A, B, C, shape: dict | None = None):
+    """Launch version 5 with a tile ``shape`` (as ``launch_v4``; TM and TN multiples of 4;
+    default ``kernels.V5``, 16×16 with 4×4 per thread on the simulator)."""
+    shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V5, sim=kernels.V5_SIM)
+    _launch_tiled(kernels.gemm_v5_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
+
+
 def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,
            shape: dict | None = None):
     """C = op(A)·op(B) for float32 matrices; returns C [M, N] on the device.
 
-    ``version`` is one of the book's kernels ("v1" to "v4") or "library" (cuBLAS through
+    ``version`` is one of the book's kernels ("v1" to "v5") or "library" (cuBLAS through
     CuPy on a GPU, NumPy without one). op(A) is A [M, K], or Aᵀ when ``trans_a`` (then A is
     stored as [K, M]); the same for B. Transposes are views, never copies. ``shape`` sets
-    version 3's or 4's tile (see ``launch_v3``, ``launch_v4``).
+    version 3's, 4's or 5's tile (see ``launch_v3``, ``launch_v4``, ``launch_v5``).
     """
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
@@ -102,6 +109,8 @@ def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_
         kernels.gemm_v2_kernel[(blocks(N, T), blocks(M, T)), (T, T)](A, B, C)
     elif version == "v3":
         launch_v3(A, B, C, shape)
-    else:
+    elif version == "v4":
         launch_v4(A, B, C, shape)
+    else:
+        launch_v5(A, B, C, shape)
     return C
