@@ -196,8 +196,12 @@ def measure_resources(repeat: int = 20) -> dict:
 def measure_part(part: str, repeat: int = 20) -> dict:
     """One part of ``measure``, to add to stored results (it carries its own device and date)."""
     M.require_gpu()
+    if part == "autotune":  # a list of layers: each carries the header
+        header = M.header(max(5, repeat // 2))
+        return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
-        raise ValueError(f"part must be 'resources' (the others are measured together by measure()), not {part!r}")
+        raise ValueError(f"part must be 'resources' or 'autotune' (the others are measured together by measure()), "
+                         f"not {part!r}")
     return measure_resources(repeat)
 
 

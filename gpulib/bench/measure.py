@@ -180,13 +180,15 @@ def kernel_resources(kernel, threads: int) -> dict:
                 blocks_by_registers=by_registers)
 
 
-SASS_OPS = ("FFMA", "LDS", "LDS.64", "LDS.128", "LDG", "STS", "BAR")
+SASS_OPS = ("FFMA", "LDS", "LDS.64", "LDS.128", "LDG", "STS", "BAR", "all")
 
 
 def sass_mix(kernel) -> dict:
     """How many times each instruction of ``SASS_OPS`` appears in a compiled kernel's machine code
-    (its one specialization; static counts, not executed ones). LDS is the 32-bit shared-memory
-    load, LDS.128 the 128-bit one. Needs nvdisasm (the CUDA toolkit) on the PATH."""
+    (its one specialization; static counts, not executed ones), and ``all`` instructions. LDS
+    is the 32-bit shared-memory load, LDS.128 the 128-bit one. Needs nvdisasm (the CUDA toolkit) on the PATH."""
+    import re
+
     sass = kernel.inspect_sass()
     if isinstance(sass, dict):
         if len(sass) != 1:
@@ -194,6 +196,8 @@ def sass_mix(kernel) -> dict:
         (sass,) = sass.values()
     counts = dict.fromkeys(SASS_OPS, 0)
     for line in sass.splitlines():
+        if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+\S", line):  # an instruction: /*0150*/ OPCODE ...
+            counts["all"] += 1
         words = line.replace(";", " ").split()
         for word in words:
             base = word.split(".")[0]

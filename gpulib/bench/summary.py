@@ -505,12 +505,16 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     python_us = (time.perf_counter() - t0) / repeat / len(rec.entries) * 1e6
     cuda.synchronize()
 
+    # the step's GPU time: CUDA events around the graph's replay (a graph's kernels run back to back)
+    graph = replayed["graph"].graph
+    gpu_ms = benchmark(graph.replay, repeat=repeat, flush_l2=False).median_ms if graph is not None else None
+
     gpulib_ms = median_wall_ms(gpulib_step, repeat, warmup=3, synchronize=both_synchronized)
     replayed_ms = {name: median_wall_ms(lambda run=run: run(X_dev, y_dev), repeat, warmup=3,
                                         synchronize=both_synchronized) for name, run in replayed.items()}
     torch_ms = median_wall_ms(torch_step, repeat, warmup=3, synchronize=both_synchronized)
     return dict(batch=batch, channels=CHANNELS, gpulib_ms=gpulib_ms, torch_ms=torch_ms, ratio=gpulib_ms / torch_ms,
-                replayed_ms=replayed_ms["replayed"], graph_ms=replayed_ms["graph"],
+                gpu_ms=gpu_ms, replayed_ms=replayed_ms["replayed"], graph_ms=replayed_ms["graph"],
                 graph_built=replayed["graph"].graph is not None, graph_error=replayed["graph"].graph_error,
                 launches=len(rec.entries),
                 replay_python_us_per_launch=python_us, replay_max_abs_diff=replay_diff,
@@ -610,6 +614,8 @@ def table(results: dict) -> str:
                      f"{pt['torch_ms']:.3f} ms ({pt['ratio']:.2f}x PyTorch's time); gradients within "
                      f"{max(pt['grad_rel_err']):.1e}, loss within {pt['loss_diff']:.1e}")
         if "replayed_ms" in pt:
+            if pt.get("gpu_ms"):
+                lines.append(f"  the step's kernels take {pt['gpu_ms']:.3f} ms of GPU time (events around the graph)")
             lines.append(f"  recorded once, replayed: {pt['replayed_ms']:.3f} ms ({pt['replayed_ms'] / pt['torch_ms']:.2f}x), "
                          f"as one CUDA graph: {pt['graph_ms']:.3f} ms ({pt['graph_ms'] / pt['torch_ms']:.2f}x, built: "
                          f"{pt['graph_built']}); {pt['launches']} launches, "

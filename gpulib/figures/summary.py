@@ -105,3 +105,28 @@ def plot_channels(rows: list[dict]):
     ax.set_title("cuDNN fp16 (channels_last), 16.3 레이어의 채널 수만 바꿔서", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def plot_step_against_pytorch(pt: dict):
+    """One bar per way of running the same training step (wall ms, median), PyTorch last, each
+    labelled with its multiple of PyTorch's time; the step's summed kernel time as a line."""
+    import matplotlib.pyplot as plt
+
+    rows = [("gpulib, 매번 실행", pt["gpulib_ms"])]
+    if "replayed_ms" in pt:
+        rows += [("gpulib, 기록 후 재생", pt["replayed_ms"]), ("gpulib, CUDA 그래프", pt["graph_ms"])]
+    rows.append(("PyTorch eager", pt["torch_ms"]))
+    fig, ax = plt.subplots(figsize=(7.5, 0.6 + 0.55 * len(rows)))
+    names, ms = [r[0] for r in rows][::-1], [r[1] for r in rows][::-1]
+    colours = ["tab:green" if n.startswith("PyTorch") else "tab:blue" for n in names]
+    ax.barh(names, ms, color=colours)
+    for y, value in enumerate(ms):
+        ax.text(value, y, f" {value:.2f} ms ({value / pt['torch_ms']:.2f}x)", va="center", fontsize=9)
+    if pt.get("gpu_ms"):
+        ax.axvline(pt["gpu_ms"], color="tab:red", linestyle="--", linewidth=1,
+                   label=f"커널 시간의 합 {pt['gpu_ms']:.2f} ms")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlim(0, max(ms) * 1.35)
+    ax.set_xlabel(f"학습 스텝 하나의 벽시계 시간 (ms, 배치 {pt['batch']}, {pt['measured']['device']})")
+    fig.tight_layout()
+    return fig
