@@ -172,3 +172,17 @@ def transposed(a):
 
         return FakeCUDAArray(a._ary.T)
     return a.T  # CuPy
+
+
+def batch_of_one(a):
+    """A 2-D device (or NumPy) array as a 3-D view [1, rows, columns] of the same memory, strides
+    kept (a transposed view stays one): for kernels that take a batch of matrices."""
+    if hasattr(a, "gpu_data"):  # a Numba device array on a GPU
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        return DeviceNDArray((1, *a.shape), (a.strides[0] * a.shape[0], *a.strides), a.dtype, gpu_data=a.gpu_data)
+    if hasattr(a, "_ary"):  # the simulator's device array wraps a NumPy array
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(a._ary[np.newaxis])
+    return a[np.newaxis]

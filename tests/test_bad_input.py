@@ -85,7 +85,7 @@ CONVOLUTIONS = {
     "implicit_gemm": implicit_gemm.conv2d_implicit_gemm,
     "implicit_precomp_gemm": implicit_gemm.conv2d_implicit_precomp_gemm, "fft": fft.conv2d_fft,
     "winograd": winograd.conv2d_winograd, "winograd_nonfused": winograd.conv2d_winograd_nonfused,
-    "tensor cores": tc_conv.conv2d_tc, "registry": algorithms.conv2d, "cnn layer": cnn.conv2d_forward,
+    "winograd_f4": winograd.conv2d_winograd_f4, "tensor cores": tc_conv.conv2d_tc, "registry": algorithms.conv2d, "cnn layer": cnn.conv2d_forward,
 }
 for _name, _conv in CONVOLUTIONS.items():
     ENTRY_POINTS[f"conv {_name}"] = (_conv_args, lambda a, conv=_conv: conv(a["X"], a["W"], a["b"], a["padding"],
@@ -229,7 +229,8 @@ def test_messages_name_what_is_wrong(rng, launches):
 def test_non_finite_input_is_refused_where_the_algorithm_would_spread_it(rng, launches):
     a = _conv_args(rng)
     a["X"][0, 0, 2, 2] = np.inf
-    for conv in (fft.conv2d_fft, winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused):
+    for conv in (fft.conv2d_fft, winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused,
+                 winograd.conv2d_winograd_f4):
         _refused(launches, lambda: conv(a["X"], a["W"], a["b"], 1), "X holds NaN or infinite values")
     # the direct and GEMM forms give the reference's answer: inf where a window holds the inf
     from gpulib import reference as ref

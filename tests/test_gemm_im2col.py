@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import gpulib
 from gpulib import gemm
 from gpulib import reference as ref
+from gpulib.arrays import to_device
 from gpulib.conv import im2col as I
 from gpulib.conv.algorithms import ALGORITHMS
 from conftest import MAX_EXAMPLES
@@ -51,6 +52,28 @@ def test_gemm_v4_v5_tile_shapes_on_a_ragged_product(version, shape, rng):
     B = rng.standard_normal((K, N)).astype(np.float32)
     C = gemm.matmul(A, B, version=version, out=gpulib.poisoned((M, N)), shape=shape)
     gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
+
+
+@pytest.mark.parametrize("shape", [gemm.kernels.V5_SIM, dict(BM=32, BN=16, BK=8, TM=8, TN=4)], ids=["sim", "tall"])
+def test_gemm_v5_blocks_inside_and_at_the_edge(shape, rng):
+    # K a multiple of BK and two block rows that fit: the first column of blocks takes the path
+    # without bounds tests, the second (3 columns past BN) the checked one
+    M, N, K = 2 * shape["BM"], shape["BN"] + 3, 3 * shape["BK"]
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    C = gemm.matmul(A, B, version="v5", out=gpulib.poisoned((M, N)), shape=shape)
+    gpulib.validate(C, A.astype(np.float64) @ B, scale=(np.abs(A).astype(np.float64) @ np.abs(B)).max())
+
+
+def test_gemm_v5_multiplies_a_batch_in_one_launch(rng):
+    # three different products, ragged, one launch (blockIdx.z picks the product)
+    A = rng.standard_normal((3, 21, 13)).astype(np.float32)
+    B = rng.standard_normal((3, 13, 19)).astype(np.float32)
+    C = gpulib.poisoned((3, 21, 19))
+    gemm.api.launch_v5(to_device(A), to_device(B), C)
+    want = np.einsum("zmk,zkn->zmn", A.astype(np.float64), B.astype(np.float64))
+    scale = np.einsum("zmk,zkn->zmn", np.abs(A).astype(np.float64), np.abs(B)).max()
+    gpulib.validate(C, want, scale=float(scale))
 
 
 def test_gemm_v5_needs_runs_of_four():

@@ -1,4 +1,5 @@
-"""16.6: a training step recorded once and replayed (gpulib/summary/replay.py)."""
+"""16.6: a training step recorded once and replayed, and a launch bound once per layout
+(gpulib/summary/replay.py)."""
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from gpulib.env import cuda, on_gpu
 from gpulib.gemm import api
 from gpulib.summary.model import BookCNN
-from gpulib.summary.replay import RecordingError, ReplayedStep, record
+from gpulib.summary.replay import BoundLaunch, RecordingError, ReplayedStep, record
 
 
 @cuda.jit
@@ -101,3 +102,23 @@ def test_replayed_step_checks_its_inputs(rng):
     with pytest.raises(ValueError, match="images of shape"):
         step(np.zeros((2, 1, 6, 6), np.float32), y[:2])
     assert step.recording is None  # nothing was recorded, nothing launched
+
+
+@cuda.jit
+def _scaled_copy(src, dst, factor):
+    i = cuda.grid(1)
+    if i < dst.shape[0]:
+        dst[i] = src[i] * factor
+
+
+def test_a_bound_launch_takes_new_arrays_and_scalars_and_rebinds_on_a_new_layout(rng):
+    """Same layout: the recorded call with the new addresses and scalar; a longer array (another
+    layout) binds afresh. On a GPU the second call really is the bound path (checked)."""
+    launch = BoundLaunch(_scaled_copy, 1, 32)
+    for n, factor in ((8, 2.0), (8, -3.0), (13, 0.5)):
+        src = cuda.to_device(rng.standard_normal(n).astype(np.float32))
+        dst = cuda.to_device(np.full(n, np.nan, np.float32))
+        launch(src, dst, np.float32(factor))
+        np.testing.assert_allclose(dst.copy_to_host(), src.copy_to_host() * factor, rtol=1e-6)
+        if on_gpu():
+            assert launch._layout is not None and launch._layout[0][0] == (n,)

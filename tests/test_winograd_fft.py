@@ -1,4 +1,4 @@
-"""16.5: Winograd F(2x2, 3x3) (fused and non-fused) and FFT convolution against the reference."""
+"""16.5: Winograd F(2x2, 3x3) (fused and non-fused), F(4x4, 3x3) and FFT convolution against the reference."""
 
 import numpy as np
 import pytest
@@ -36,8 +36,17 @@ def test_one_tile_needs_16_multiplications_and_matches_the_direct_sum(rng):
     assert direct_multiplications(*layer) / winograd.multiplications(*layer) == 36 / 16
 
 
-@pytest.mark.parametrize("conv", [winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused],
-                         ids=["WINOGRAD", "WINOGRAD_NONFUSED"])
+def test_an_f4_tile_needs_36_multiplications_and_matches_the_direct_sum(rng):
+    d, g = rng.standard_normal((6, 6)), rng.standard_normal((3, 3))
+    direct = np.array([[(d[y:y + 3, x:x + 3] * g).sum() for x in range(4)] for y in range(4)])
+    np.testing.assert_allclose(winograd.reference_tile_f4(d, g), direct, rtol=1e-12, atol=1e-12)
+    layer = (1, 1, 8, 8), (1, 1, 3, 3), 1, 1  # an 8x8 output: four 4x4 tiles
+    assert direct_multiplications(*layer) / winograd.f4_multiplications(*layer) == 144 / 36
+
+
+@pytest.mark.parametrize("conv", [winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused,
+                                  winograd.conv2d_winograd_f4],
+                         ids=["WINOGRAD", "WINOGRAD_NONFUSED", "WINOGRAD_F4"])
 @settings(max_examples=max(3, MAX_EXAMPLES // 2), deadline=None)
 @given(case=three_by_three())
 def test_winograd_matches_the_reference(conv, case):
@@ -56,6 +65,20 @@ def test_winograd_rejects_what_it_cannot_compute():
         winograd.conv2d_winograd(X, np.ones((2, 2, 5, 5), np.float32))
     with pytest.raises(ValueError, match="stride 2"):
         winograd.conv2d_winograd_nonfused(X, np.ones((2, 2, 3, 3), np.float32), stride=2)
+    with pytest.raises(ValueError, match=r"F\(4x4, 3x3\) needs a 3x3 filter and stride 1, not a 3x3 filter with stride 2"):
+        winograd.conv2d_winograd_f4(X, np.ones((2, 2, 3, 3), np.float32), stride=2)
+
+
+def test_winograd_f4_keeps_one_plan_per_layer_shape(rng):
+    """A second call of the same shape reuses the workspace and bound launches and still gives
+    the new inputs' answer; another shape gets a plan of its own."""
+    case = dict(N=1, C=2, K=3, H=7, W=6, padding=1, seed=int(rng.integers(1 << 30)))
+    for seed in (case["seed"], case["seed"] + 1):
+        X, W, b = _layer(dict(case, seed=seed))
+        want = ref.conv2d(X, W, b, 1)
+        Y = winograd.conv2d_winograd_f4(X, W, b, 1, out=gpulib.poisoned(want.shape))
+        gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, 1).max() * 4, name="f4")
+    assert ((1, 2, 7, 6), (3, 2, 3, 3), 1) in winograd._f4_plans
 
 
 @settings(max_examples=max(3, MAX_EXAMPLES // 2), deadline=None)
@@ -76,6 +99,7 @@ def test_workspaces_grow_as_expected():
     tiles = 4 * 4  # an 8x8 output in 2x2 tiles
     assert winograd.nonfused_workspace_bytes(X_shape, W_shape, 1) == 4 * 16 * (2 * 4 + tiles * (4 + 2))
     assert fft.workspace_bytes((1, 1, 6, 6), (1, 1, 3, 3)) == 8 * 6 * 4 * 3
+    assert winograd.f4_workspace_bytes(X_shape, W_shape, 1) == 4 * 36 * (2 * 4 + 4 * (4 + 2))  # 2x2 tiles of 4x4
 
 
 def test_algorithm_costs_follow_the_formulas_and_the_figure_draws():

@@ -14,6 +14,8 @@ benchmarks all read this table; adding an algorithm is adding one entry.
     fft                    16.5, FFT of the padded input and filters, product in Numba
     winograd               16.5, Winograd F(2x2, 3x3) in one kernel
     winograd_nonfused      16.5, Winograd F(2x2, 3x3) in four kernels
+    winograd_f4            16.5, Winograd F(4x4, 3x3), non-fused, the 36 products as one
+                           batched GEMM v5 launch, launches bound per layer shape
     tc_implicit_gemm       16.5, implicit GEMM on the tensor cores, NCHW, fp16 in, fp32 sums
     tc_implicit_gemm_nhwc  16.5, the same in NHWC with asynchronous copies
 
@@ -90,6 +92,8 @@ _TABLE = [
               winograd.workspace_bytes, winograd.multiplications),
     Algorithm("winograd_nonfused", "Winograd (non-fused)", "WINOGRAD_NONFUSED", winograd.conv2d_winograd_nonfused,
               winograd.supports, winograd.nonfused_workspace_bytes, winograd.multiplications),
+    Algorithm("winograd_f4", "Winograd F(4x4, 3x3)", "WINOGRAD_NONFUSED", winograd.conv2d_winograd_f4,
+              winograd.supports_f4, winograd.f4_workspace_bytes, winograd.f4_multiplications),
     Algorithm("tc_implicit_gemm", "tensor-core implicit GEMM (NCHW)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
               partial(tensorcore_conv.conv2d_tc, version="v1"), _any_layer,
               partial(tensorcore_conv.workspace_bytes, version="v1"), direct_multiplications, precision="fp16"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import blocks, output, require, to_device, to_host, transposed
+from gpulib.arrays import batch_of_one, blocks, output, require, to_device, to_host, transposed
 from gpulib.env import on_gpu, sized
 from gpulib.gemm import kernels
 
@@ -45,10 +45,14 @@ def v3_shape(rows: int | None = None) -> dict:
 
 
 def _launch_tiled(factory, A, B, C, shape: dict) -> None:
-    """Launch a register-blocked version (3 or 4) built by ``factory`` for the tile ``shape``:
-    (BN/TN) × (BM/TM) threads per block, one block per BM×BN tile of C."""
+    """Launch a register-blocked version (3, 4 or 5) built by ``factory`` for the tile ``shape``:
+    (BN/TN) × (BM/TM) threads per block, one block per BM×BN tile of C (and per product of a
+    batch, when C is 3-D)."""
     threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
-    grid = (blocks(C.shape[1], shape["BN"]), blocks(C.shape[0], shape["BM"]))
+    rows, cols = tuple(C.shape)[-2:]  # (the simulator's shapes refuse negative indices)
+    grid = (blocks(cols, shape["BN"]), blocks(rows, shape["BM"]))
+    if len(C.shape) == 3:  # a batch of products along blockIdx.z
+        grid += (C.shape[0],)
     factory(**shape)[grid, threads](A, B, C)
 
 
@@ -68,8 +72,11 @@ def launch_v4(A, B, C, shape: dict | None = None):
 
 def launch_v5(A, B, C, shape: dict | None = None):
     """Launch version 5 with a tile ``shape`` (as ``launch_v4``; TM and TN multiples of 4;
-    default ``kernels.V5``, 16×16 with 4×4 per thread on the simulator)."""
+    default ``kernels.V5``, 16×16 with 4×4 per thread on the simulator). A, B and C are 2-D
+    (one product) or 3-D (a batch: A [batch, M, K], B [batch, K, N], C [batch, M, N])."""
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V5, sim=kernels.V5_SIM)
+    if len(C.shape) == 2:
+        A, B, C = batch_of_one(A), batch_of_one(B), batch_of_one(C)
     _launch_tiled(kernels.gemm_v5_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
 
 

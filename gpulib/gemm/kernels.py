@@ -25,6 +25,8 @@ from functools import lru_cache
 
 from numba import cuda, float32, uint32
 
+from gpulib.env import on_gpu
+
 TILE = 16
 V3 = dict(BM=128, BN=128, BK=8, TM=8, TN=8, PREFETCH=True)  # version 3's default: 16×16 threads, fastest on the H200
 V3_SMALL = dict(BM=64, BN=64, BK=8, TM=4, TN=4, PREFETCH=True)  # for C of at most 64 rows
@@ -187,6 +189,47 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
 
 
 @lru_cache(maxsize=None)
+def tile_movers(BM: int, BN: int, BK: int, TM: int, TN: int):
+    """The device functions versions 4 and 5 move their tiles with, for a BM×BN×BK tile and
+    (BN/TN)·(BM/TM) threads: ``fetch`` (this thread's share of the next A and B tiles, from
+    global memory into registers; zero outside the matrices) and ``publish`` (the registers
+    into shared buffer 0 or 1, A transposed, its rows padded to BM + 4 as in version 3)."""
+    THREADS = (BN // TN) * (BM // TM)
+    if (BM * BK) % THREADS or (BK * BN) % THREADS:
+        raise ValueError(f"{THREADS} threads cannot share a {BM}x{BK} and a {BK}x{BN} tile evenly")
+    A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS
+    A_ROW = BM + 4
+    A_SIZE, B_SIZE = BK * A_ROW, BK * BN
+
+    @cuda.jit(device=True)
+    def fetch(A, B, a_next, b_next, row0, col0, k0, flat):
+        """This thread's share of the next A and B tiles, from global memory into registers."""
+        M, K = A.shape
+        N = B.shape[1]
+        for i in range(A_LOADS):
+            e = uint32(flat + i * THREADS)
+            gi, gk = uint32(row0 + e // BK), uint32(k0 + e % BK)
+            a_next[i] = A[gi, gk] if gi < M and gk < K else float32(0.0)
+        for i in range(B_LOADS):
+            e = uint32(flat + i * THREADS)
+            gk, gj = uint32(k0 + e // BN), uint32(col0 + e % BN)
+            b_next[i] = B[gk, gj] if gk < K and gj < N else float32(0.0)
+
+    @cuda.jit(device=True)
+    def publish(a_flat, b_flat, a_next, b_next, buffer, flat):
+        """The registers' tiles into shared buffer ``buffer`` (0 or 1), A transposed."""
+        a_base, b_base = uint32(buffer * A_SIZE), uint32(buffer * B_SIZE)
+        for i in range(A_LOADS):
+            e = uint32(flat + i * THREADS)
+            a_flat[a_base + uint32((e % BK) * A_ROW + e // BK)] = a_next[i]
+        for i in range(B_LOADS):
+            e = uint32(flat + i * THREADS)
+            b_flat[b_base + e] = b_next[i]
+
+    return fetch, publish
+
+
+@lru_cache(maxsize=None)
 def gemm_v4_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8):
     """Version 4 for a BM×BN block tile: version 3's register blocking and register prefetch,
     with double-buffered shared tiles (one barrier per BK step) and unsigned offsets.
@@ -205,30 +248,7 @@ def gemm_v4_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     A_SIZE, B_SIZE = BK * A_ROW, BK * BN
     A_BUFFERS, B_BUFFERS = 2 * A_SIZE, 2 * B_SIZE  # shared array sizes must be constants
 
-    @cuda.jit(device=True)
-    def fetch(A, B, a_next, b_next, row0, col0, k0, flat):
-        """This thread's share of the next A and B tiles, from global memory into registers."""
-        M, K = A.shape
-        N = B.shape[1]
-        for i in range(A_LOADS):
-            e = uint32(flat + i * THREADS)
-            gi, gk = uint32(row0 + e // BK), uint32(k0 + e % BK)
-            a_next[i] = A[gi, gk] if gi < M and gk < K else float32(0.0)
-        for i in range(B_LOADS):
-            e = uint32(flat + i * THREADS)
-            gk, gj = uint32(k0 + e // BN), uint32(col0 + e % BN)
-            b_next[i] = B[gk, gj] if gk < K and gj < N else float32(0.0)
-
-    @cuda.jit(device=True)
-    def publish(a_flat, b_flat, a_next, b_next, buffer, flat):
-        """The registers' tiles into shared buffer ``buffer`` (0 or 1)."""
-        a_base, b_base = uint32(buffer * A_SIZE), uint32(buffer * B_SIZE)
-        for i in range(A_LOADS):
-            e = uint32(flat + i * THREADS)
-            a_flat[a_base + uint32((e % BK) * A_ROW + e // BK)] = a_next[i]
-        for i in range(B_LOADS):
-            e = uint32(flat + i * THREADS)
-            b_flat[b_base + e] = b_next[i]
+    fetch, publish = tile_movers(BM, BN, BK, TM, TN)
 
     @cuda.jit
     def gemm_v4(A, B, C):
@@ -280,8 +300,12 @@ def gemm_v4_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     return gemm_v4
 
 
+REGISTERS_PER_SM = 65536
+
+
 @lru_cache(maxsize=None)
-def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8):
+def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8,
+                   max_registers: int | None = None):
     """Version 5: version 4 with each thread's rows and columns in runs of four, so that the
     four values of a run come from shared memory in one 128-bit load instead of four 32-bit ones.
 
@@ -292,7 +316,15 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     (LDS.128): per k step a thread issues (TM + TN)/4 shared loads instead of TM + TN, for TM·TN
     multiply-adds. Numba has no vector load of its own; the alignment and the constant offsets
     are what let the compiler prove the fusion safe (the benchmark counts the loads in the SASS).
+    A block whose tiles lie wholly inside A and B (all but the edge blocks, when BK divides K)
+    loads them without a bounds test per element. It multiplies a batch of products at once:
+    A [batch, M, K], B [batch, K, N], C [batch, M, N], product z in the blocks with
+    blockIdx.z = z (Winograd's 36 products in 16.5 are one launch); one product is a batch of one.
     TM and TN must be multiples of 4; launch with (BN // TN) × (BM // TM) threads per block.
+
+    ``max_registers`` caps the registers per thread; None: the most that lets two blocks share
+    an SM (128 for 256 threads; uncapped, the default tile took 135 and one block per SM ran
+    slower than version 4 on the H200), 0: no cap.
     """
     if TM % 4 or TN % 4:
         raise ValueError(f"version 5 reads runs of 4 values: TM and TN must be multiples of 4, not TM={TM}, TN={TN}")
@@ -305,33 +337,36 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     A_SIZE, B_SIZE = BK * A_ROW, BK * BN
     A_BUFFERS, B_BUFFERS = 2 * A_SIZE, 2 * B_SIZE
     A_GAP, B_GAP = 4 * THREADS_Y, 4 * THREADS_X  # from one run of a thread to its next
+    if max_registers is None:
+        max_registers = min(255, REGISTERS_PER_SM // (2 * THREADS) // 8 * 8)
+
+    _, publish = tile_movers(BM, BN, BK, TM, TN)  # the shared-memory side is version 4's
 
     @cuda.jit(device=True)
-    def fetch(A, B, a_next, b_next, row0, col0, k0, flat):
-        """This thread's share of the next A and B tiles, from global memory into registers."""
-        M, K = A.shape
-        N = B.shape[1]
+    def fetch(A, B, z, a_next, b_next, row0, col0, k0, flat):
+        """This thread's share of product z's next A and B tiles, into registers (zero outside)."""
+        M, K = A.shape[1], A.shape[2]
+        N = B.shape[2]
         for i in range(A_LOADS):
             e = uint32(flat + i * THREADS)
             gi, gk = uint32(row0 + e // BK), uint32(k0 + e % BK)
-            a_next[i] = A[gi, gk] if gi < M and gk < K else float32(0.0)
+            a_next[i] = A[z, gi, gk] if gi < M and gk < K else float32(0.0)
         for i in range(B_LOADS):
             e = uint32(flat + i * THREADS)
             gk, gj = uint32(k0 + e // BN), uint32(col0 + e % BN)
-            b_next[i] = B[gk, gj] if gk < K and gj < N else float32(0.0)
+            b_next[i] = B[z, gk, gj] if gk < K and gj < N else float32(0.0)
 
     @cuda.jit(device=True)
-    def publish(a_flat, b_flat, a_next, b_next, buffer, flat):
-        """The registers' tiles into shared buffer ``buffer`` (0 or 1), A transposed."""
-        a_base, b_base = uint32(buffer * A_SIZE), uint32(buffer * B_SIZE)
+    def fetch_inside(A, B, z, a_next, b_next, row0, col0, k0, flat):
+        """``fetch`` for a block whose tiles lie wholly inside A and B: no bounds tests."""
         for i in range(A_LOADS):
             e = uint32(flat + i * THREADS)
-            a_flat[a_base + uint32((e % BK) * A_ROW + e // BK)] = a_next[i]
+            a_next[i] = A[z, uint32(row0 + e // BK), uint32(k0 + e % BK)]
         for i in range(B_LOADS):
             e = uint32(flat + i * THREADS)
-            b_flat[b_base + e] = b_next[i]
+            b_next[i] = B[z, uint32(k0 + e // BN), uint32(col0 + e % BN)]
 
-    @cuda.jit
+    @cuda.jit(**({"max_registers": max_registers} if max_registers and on_gpu() else {}))  # the simulator has no registers
     def gemm_v5(A, B, C):
         a_flat = cuda.shared.array(A_BUFFERS, float32, alignment=16)  # two A tiles, transposed: [k, m]
         b_flat = cuda.shared.array(B_BUFFERS, float32, alignment=16)  # two B tiles: [k, n]
@@ -344,20 +379,24 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
         flat = uint32(ty * THREADS_X + tx)
         row0 = uint32(cuda.blockIdx.y * BM)
         col0 = uint32(cuda.blockIdx.x * BN)
-        M, K = A.shape
-        N = B.shape[1]
+        z = uint32(cuda.blockIdx.z)  # which product of the batch
+        M, K = A.shape[1], A.shape[2]
+        N = B.shape[2]
         for m in range(TM):
             for n in range(TN):
                 acc[m, n] = float32(0.0)
-        fetch(A, B, a_next, b_next, row0, col0, 0, flat)
+        fetch(A, B, z, a_next, b_next, row0, col0, 0, flat)
         publish(a_flat, b_flat, a_next, b_next, 0, flat)
         cuda.syncthreads()
         steps = (K + BK - 1) // BK
+        inside = row0 + BM <= M and col0 + BN <= N and K % BK == 0  # the same for the whole block
         for step in range(steps):
             buffer = uint32(step % 2)
             more = step + 1 < steps
-            if more:
-                fetch(A, B, a_next, b_next, row0, col0, uint32((step + 1) * BK), flat)
+            if more and inside:
+                fetch_inside(A, B, z, a_next, b_next, row0, col0, uint32((step + 1) * BK), flat)
+            elif more:
+                fetch(A, B, z, a_next, b_next, row0, col0, uint32((step + 1) * BK), flat)
             a_buf, b_buf = uint32(buffer * A_SIZE + 4 * ty), uint32(buffer * B_SIZE + 4 * tx)
             for k in range(BK):
                 a_k = uint32(a_buf + k * A_ROW)  # a multiple of 4: the start of a 16-byte run
@@ -379,6 +418,6 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
                 i = row0 + uint32(4 * ty + (m // 4) * A_GAP + m % 4)
                 j = col0 + uint32(4 * tx + (n // 4) * B_GAP + n % 4)
                 if i < M and j < N:
-                    C[i, j] = acc[m, n]
+                    C[z, i, j] = acc[m, n]
 
     return gemm_v5

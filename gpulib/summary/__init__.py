@@ -6,6 +6,8 @@
                  GPU (counted on the simulator), grouped by the model's operations, and the
                  device memory in use sampled after each launch
     patterns.py  which pattern of the book each kernel uses (tiling, coalescing, reduction, ...)
+    replay.py    a training step recorded once and replayed (launches without Python's work per
+                 launch), or built into one CUDA graph
     memory.py    a memory estimator: weights, activations kept for the backward pass, gradients
                  and each conv algorithm's workspace, step by step
     roofline.py  the GPU's limits (datasheet and measured) and a kernel's place under them
