@@ -78,7 +78,7 @@ def test_winograd_f4_keeps_one_plan_per_layer_shape(rng):
         want = ref.conv2d(X, W, b, 1)
         Y = winograd.conv2d_winograd_f4(X, W, b, 1, out=gpulib.poisoned(want.shape))
         gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, 1).max() * 4, name="f4")
-    assert ((1, 2, 7, 6), (3, 2, 3, 3), 1) in winograd._f4_plans
+    assert ((1, 2, 7, 6), (3, 2, 3, 3), 1) in winograd.F4_PLANS
 
 
 @settings(max_examples=max(3, MAX_EXAMPLES // 2), deadline=None)

@@ -265,8 +265,8 @@ def plot_speed(results: dict, measured_live: bool):
     from matplotlib.ticker import FuncFormatter
 
     fig, (ax_g, ax_l) = plt.subplots(1, 2, figsize=(14, 5.6), gridspec_kw=dict(width_ratios=[1, 1.15]))
-    colour = dict(v1="tab:gray", v2="tab:blue", v3="tab:blue", v4="tab:cyan", library="tab:green", im2col="tab:orange",
-                  gemm="tab:olive", **{"im2col+gemm": "tab:orange"}, implicit="tab:purple", direct="tab:gray",
+    colour = dict(v1="tab:gray", v2="tab:blue", v3="tab:blue", v4="tab:cyan", v5="teal", library="tab:green",
+                  im2col="tab:orange", gemm="tab:olive", **{"im2col+gemm": "tab:orange"}, implicit="tab:purple", direct="tab:gray",
                   cudnn="tab:green")
     for ax, rows, library in ((ax_g, results["gemm"]["rows"], "cuBLAS"), (ax_l, results["layer"]["rows"], "cuDNN")):
         ms = [r["ms"] for r in rows]

@@ -14,6 +14,9 @@ or read from benchmarks/results/cudnn_tensorcore.json.
     resources      what the compiler gave each tensor-core kernel (registers, local memory,
                    shared memory, blocks per SM), and conv v2 timed with and without its
                    register cap (``measure_part("resources")`` adds it to stored results)
+    winograd_f4    Winograd F(4x4, 3x3) on the 16.3 layer: the whole call (events and wall time),
+                   each of its four launches, cuDNN fp32 and implicit precomp GEMM in the same
+                   run, and its batched GEMM's registers and SASS (``--part winograd_f4``)
 
 Every timed row is checked first. ``benchmarks/cudnn_tensorcore.py`` is the command line.
 """
@@ -193,14 +196,77 @@ def measure_resources(repeat: int = 20) -> dict:
     return dict(M.header(repeat), kernels=kernels, register_cap=rows)
 
 
+def measure_winograd_f4(repeat: int = 20) -> dict:
+    """Winograd F(4x4, 3x3) on the 16.3 layer, checked against float64: the whole call (CUDA
+    events and wall time), each of its four launches alone, cuDNN fp32 and implicit precomp GEMM
+    in the same run, and the registers and SASS of its batched GEMM v5."""
+    import time
+
+    from gpulib.check import validate
+    from gpulib.conv import implicit_gemm, winograd
+
+    L = LAYER
+    X, W, b = layer_inputs(L)
+    want, _ = M.reference_conv(X, W, b, L)
+    scale = M.magnitude(X, W, b, L)
+    X_dev, W_dev, b_dev = (cuda.to_device(a) for a in (X, W, b))
+    Y = poisoned(want.shape)
+
+    def call():
+        winograd.conv2d_winograd_f4(X_dev, W_dev, b_dev, L["padding"], out=Y)
+
+    call()
+    rel_err = validate(Y, want, scale=4 * scale, name="winograd_f4").rel_err
+    event_ms = benchmark(call, repeat=repeat).median_ms
+    cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(repeat):
+        call()
+    cuda.synchronize()
+    wall_ms = (time.perf_counter() - t0) / repeat * 1e3
+    plan = winograd.F4_PLANS[(tuple(X.shape), tuple(W.shape), L["padding"])]
+    steps = {"filter transform": lambda: plan.filters(W_dev, plan.U),
+             "input transform": lambda: plan.inputs(X_dev, plan.V, L["padding"], plan.tiles_y, plan.tiles_x),
+             "36 products (batched GEMM v5)": lambda: plan.products(plan.U, plan.V, plan.M),
+             "output transform": lambda: plan.outputs(plan.M, b_dev, Y, plan.tiles_y, plan.tiles_x)}
+    kernels = [dict(step=step, ms=benchmark(run, repeat=repeat, flush_l2=False).median_ms)
+               for step, run in steps.items()]
+    name, cudnn_run = M.cudnn_conv(X, W, b, L)
+    cudnn_ms = benchmark(cudnn_run, repeat=repeat).median_ms
+    precomp_ms = benchmark(lambda: implicit_gemm.conv2d_implicit_precomp_gemm(X_dev, W_dev, b_dev, L["padding"],
+                                                                             L["stride"], out=Y), repeat=repeat).median_ms
+    products, tile = plan.products.kernel, winograd.F4_PRODUCTS
+    threads = (tile["BN"] // tile["TN"]) * (tile["BM"] // tile["TM"])
+    return dict(M.header(repeat), layer=L, rel_err=rel_err, event_ms=event_ms, wall_ms=wall_ms, kernels=kernels,
+                cudnn=name, cudnn_ms=cudnn_ms, implicit_precomp_ms=precomp_ms,
+                products_resources=M.kernel_resources(products, threads), products_sass=M.sass_mix(products),
+                multiplications=winograd.f4_multiplications(X.shape, W.shape, L["padding"]),
+                direct_multiplications=flop(L) / 2)
+
+
+def winograd_f4_table(r: dict) -> str:
+    lines = [f"Winograd F(4x4, 3x3) on the 16.3 layer ({r['device']}, {r['date']}), rel err {r['rel_err']:.1e}:",
+             f"  whole call {r['event_ms']:.3f} ms (events), {r['wall_ms']:.3f} ms (wall); {r['cudnn']} "
+             f"{r['cudnn_ms']:.3f} ms ({r['cudnn_ms'] / r['event_ms']:.2f}x of our speed); implicit precomp GEMM "
+             f"{r['implicit_precomp_ms']:.3f} ms"]
+    lines += [f"  {k['step']:<32} {k['ms']:.4f} ms" for k in r["kernels"]]
+    res = r["products_resources"]
+    lines.append(f"  products kernel: {res['registers']} registers, {res['blocks_per_sm']} blocks/SM; SASS "
+                 + ", ".join(f"{op} {n}" for op, n in r["products_sass"].items()))
+    return "\n".join(lines)
+
+
 def measure_part(part: str, repeat: int = 20) -> dict:
     """One part of ``measure``, to add to stored results (it carries its own device and date)."""
     M.require_gpu()
+    if part == "winograd_f4":
+        return measure_winograd_f4(repeat)
     if part == "autotune":  # a list of layers: each carries the header
         header = M.header(max(5, repeat // 2))
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
-        raise ValueError(f"part must be 'resources' or 'autotune' (the others are measured together by measure()), "
+        raise ValueError(f"part must be 'resources', 'autotune' or 'winograd_f4' (the others are measured together "
+                         f"by measure()), "
                          f"not {part!r}")
     return measure_resources(repeat)
 
@@ -220,8 +286,10 @@ def measure(repeat: int = 20, progress=print) -> dict:
     prec = measure_precision(repeat)
     progress("kernel resources ...")
     resources = measure_resources(repeat)
+    progress("Winograd F(4x4) ...")
+    f4 = measure_winograd_f4(repeat)
     return dict(M.header(repeat), tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec,
-                resources=resources)
+                resources=resources, winograd_f4=f4)
 
 
 def load(path=RESULTS) -> dict:
@@ -232,7 +300,7 @@ def save(results: dict, path=RESULTS) -> None:
     M.save(results, path)
 
 
-PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision", "resources")
+PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision", "resources", "winograd_f4")
 
 
 def _ranking(layer: dict) -> list[autotune.Result]:
@@ -279,6 +347,8 @@ def table(results: dict, parts=PARTS) -> str:
                          f"err {r['rel_err']:.1e}")
     if "resources" in parts and "resources" in results:
         lines += resources_table(results["resources"]).splitlines()
+    if "winograd_f4" in parts and "winograd_f4" in results:
+        lines += winograd_f4_table(results["winograd_f4"]).splitlines()
     return "\n".join(lines)
 
 

@@ -343,7 +343,7 @@ def output_transform_f4_kernel(M, b, Y, tiles_y, tiles_x):
 F4_PRODUCTS = dict(BM=64, BN=128, BK=8, TM=4, TN=8)  # GEMM v5's tile for the 36 products: K ≤ 64 rows
 
 
-class _F4Plan:
+class F4Plan:
     """F(4x4, 3x3) for one layer shape: the workspace (U, V, M) and the four launches, bound."""
 
     def __init__(self, X_shape, W_shape, padding: int):
@@ -374,7 +374,7 @@ class _F4Plan:
         self.outputs(self.M, bias, Y, self.tiles_y, self.tiles_x)
 
 
-_f4_plans: dict = {}
+F4_PLANS: dict = {}  # (X shape, W shape, padding) -> F4Plan: the workspace and launches of each layer shape
 
 
 def conv2d_winograd_f4(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
@@ -390,9 +390,9 @@ def conv2d_winograd_f4(X, W, b=None, padding: int = 0, stride: int = 1, *, out=N
         require_finite(a, name, "Winograd's transforms would turn into NaN beyond the outputs they "
                        "touch; use another algorithm")
     key = (tuple(X.shape), tuple(W.shape), padding)
-    plan = _f4_plans.get(key)
+    plan = F4_PLANS.get(key)
     if plan is None:
-        plan = _f4_plans[key] = _F4Plan(key[0], key[1], padding)
+        plan = F4_PLANS[key] = F4Plan(key[0], key[1], padding)
     plan.run(to_device(X), to_device(W), bias_or_zeros(b, K), Y, padding)
     return Y
 
