@@ -5,13 +5,16 @@ pipeline overlaps the copies with the tensor-core work.
                       element coloured by the lane that holds it, two lanes' registers named
     pipeline          a timeline of tensor-core GEMM v3 (copy, barrier, multiply, barrier) against
                       v4 (two shared tiles: the copy of step k+1 runs while step k multiplies)
+    swizzle_atom      one 8x128-byte atom of a wgmma operand tile without and with Hopper's
+                      128-byte swizzle: which logical chunk sits where, and the banks one column
+                      of chunks falls on
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpulib.tensorcore import layout
+from gpulib.tensorcore import layout, smem_layout
 
 SHOWN_LANES = (0, 5)
 
@@ -100,5 +103,31 @@ def pipeline(steps: int = 4, copy: float = 3.0, multiply: float = 2.0, barrier: 
               fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4)
     ax.set_xlim(0, v3_end * 1.02)
     ax.set_title(f"K 단계 {steps}개: v3는 복사와 곱이 번갈아, v4는 다음 타일의 복사가 지금 타일의 곱과 겹친다", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def swizzle_atom(column: int = 0):
+    """Two panels, 8 rows x 8 chunks of 16 bytes (one 1024-byte atom of a K-major fp16 tile):
+    without a swizzle and with the 128-byte one. Each cell shows the logical chunk (k = 8c..8c+7)
+    stored there; the cells of logical chunk ``column`` are outlined, with the banks they use."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
+    cmap = plt.get_cmap("tab10")
+    for ax, mode, title in zip(axes, ("none", "128B"), ("스위즐 없음", "128바이트 스위즐 (Hopper wgmma, TMA)")):
+        table = smem_layout.atom_chunks(mode)
+        ax.imshow(table, cmap=cmap, vmin=-0.5, vmax=9.5, alpha=0.55)
+        for (r, c), logical in np.ndenumerate(table):
+            ax.text(c, r, f"k {8 * logical}..{8 * logical + 7}", ha="center", va="center", fontsize=7)
+            if logical == column:
+                ax.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, linewidth=2.2, edgecolor="black"))
+        ax.set_xticks(range(8), [f"{16 * c}-{16 * c + 15}B\n뱅크 {4 * c}-{4 * c + 3}" for c in range(8)], fontsize=6.5)
+        ax.set_yticks(range(8), [f"행 {r}" for r in range(8)], fontsize=8)
+        passes = smem_layout.bank_passes(mode, column)
+        how = "뱅크 충돌 없이 한 번에 읽는다" if passes == 1 else f"같은 뱅크에 몰려 {passes}번에 나눠 읽는다"
+        ax.set_title(f"{title}\nk {8 * column}..{8 * column + 7}의 8행: {how}", fontsize=10)
+    fig.suptitle("K-major fp16 타일의 아톰 하나(8행 × 128바이트): 칸은 16바이트, 글자는 그 칸에 든 k", fontsize=11)
     fig.tight_layout()
     return fig

@@ -11,5 +11,7 @@
               v2 NHWC with 16-byte asynchronous gathers
     layout.py which lane holds which element of an mma.m16n8k16 tile (the PTX ISA's fragment
               layout), with a warp-level model of the instruction
+    smem_layout.py  Hopper's wgmma operands in shared memory: the 128/64/32-byte swizzles, the
+              64-bit matrix descriptor and the canonical K-major layout, as pure Python
     (16.5's measurements of them are in gpulib/bench/cudnn_tensorcore.py)
 """

@@ -1,0 +1,126 @@
+"""16.5 (Hopper): how wgmma finds its operands in shared memory: swizzles and matrix descriptors.
+
+Hopper's warpgroup MMA (``wgmma.mma_async``, four warps together) reads A and B straight from
+shared memory. It is not given an array: it is given a 64-bit **matrix descriptor**, and the
+tile must lie in shared memory in one of a few canonical layouts that the descriptor names.
+
+    descriptor bits   0-13  start address >> 4        (shared-window byte address)
+                     16-29  leading byte offset >> 4  (LBO)
+                     32-45  stride byte offset >> 4   (SBO: from one 8-row group to the next)
+                     49-51  base offset               (0 when the swizzle atoms are aligned)
+                     62-63  swizzle: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
+
+A K-major fp16 operand tile (rows of A, or columns of B, each holding its K values in a run)
+is cut into groups of 8 rows. With a W-byte swizzle (W = 128, 64 or 32) a group holds 8 rows
+of W bytes (W / 2 fp16 values of K), one row every W bytes: an **atom** of 8·W bytes. Groups
+follow each other SBO bytes apart. Inside an atom the 16-byte chunks are permuted: address
+bits 4.. (the chunk) take the XOR of address bits 7.. (which 128 bytes), over 3, 2 or 1 bits
+for W = 128, 64, 32. With 128-byte rows, chunk c of row r goes to chunk c XOR r. This is
+CuTe's Swizzle<B, 4, 3> (B = 3, 2, 1).
+
+Why swizzle: without it, the 8 rows of an atom put chunk c of every row in the same 4 banks
+(128 bytes apart), so a warp reading one column of chunks is served 8 times over. With the
+XOR, the 8 chunks of a column lie in 8 different places and are read at once, and a row's
+16-byte chunks stay 16-byte chunks, so 128-bit copies (and TMA) fill the tile unchanged.
+
+This module is the pure-Python model of that arithmetic (``swizzle``, ``descriptor``,
+``decode``, ``kmajor_offset``): the tests check it, the notebook draws it, and the simulator's
+emulation of wgmma reads its operands through it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SWIZZLES = {"none": 0, "128B": 1, "64B": 2, "32B": 3}  # the descriptor's 2-bit code
+_SWIZZLE_BYTES = {"128B": 128, "64B": 64, "32B": 32}
+FIELD_LIMIT = 1 << 18  # 14-bit fields of 16-byte units: offsets and addresses below 256 KiB
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in SWIZZLES:
+        raise ValueError(f"swizzle mode must be one of {tuple(SWIZZLES)}, not {mode!r}")
+
+
+def swizzle(address: int, mode: str) -> int:
+    """The byte address where a W-byte swizzle puts logical byte ``address`` (mode "128B",
+    "64B", "32B"; "none" leaves it). The 16-byte chunk number (bits 4..) is XORed with the row
+    of 128 bytes it lies in (bits 7..), over log2(W/16) bits: within one atom of 8·W bytes."""
+    _check_mode(mode)
+    if mode == "none":
+        return int(address)
+    bits = {"128B": 3, "64B": 2, "32B": 1}[mode]
+    mask = (1 << bits) - 1
+    address = int(address)
+    return address ^ (((address >> 7) & mask) << 4)
+
+
+def descriptor(start: int, leading_byte_offset: int, stride_byte_offset: int, mode: str = "128B",
+               base_offset: int = 0) -> int:
+    """The 64-bit wgmma matrix descriptor (see the module docstring); ValueError for an
+    address or offset that is not a multiple of 16 bytes or does not fit its 14-bit field."""
+    _check_mode(mode)
+    for name, value in (("start", start), ("leading_byte_offset", leading_byte_offset),
+                        ("stride_byte_offset", stride_byte_offset)):
+        if value < 0 or value % 16 or value >= FIELD_LIMIT:
+            raise ValueError(f"{name} must be a multiple of 16 bytes in [0, {FIELD_LIMIT}), not {value}")
+    if not 0 <= base_offset < 8:
+        raise ValueError(f"base_offset must be in 0..7, not {base_offset}")
+    return ((start >> 4) | (leading_byte_offset >> 4) << 16 | (stride_byte_offset >> 4) << 32
+            | base_offset << 49 | SWIZZLES[mode] << 62)
+
+
+def decode(desc: int) -> dict:
+    """The fields of a descriptor, in bytes (the inverse of ``descriptor``)."""
+    field = lambda shift: ((desc >> shift) & 0x3FFF) << 4  # noqa: E731
+    modes = {code: name for name, code in SWIZZLES.items()}
+    return dict(start=field(0), leading_byte_offset=field(16), stride_byte_offset=field(32),
+                base_offset=(desc >> 49) & 7, mode=modes[(desc >> 62) & 3])
+
+
+def kmajor_offset(row: int, k: int, mode: str = "128B", stride_byte_offset: int | None = None,
+                  itemsize: int = 2) -> int:
+    """Byte offset, from the tile's start, of element (row, k) of a K-major operand tile in the
+    canonical layout of swizzle ``mode``: 8-row groups ``stride_byte_offset`` apart (by default
+    one atom, 8·W bytes: the groups packed), each row W bytes, the swizzle applied. K must stay
+    inside one row of W bytes (W / itemsize values: 64 fp16 for 128B), as one wgmma's K = 16
+    does; larger K tiles are further atoms, which this model leaves to its caller."""
+    _check_mode(mode)
+    if mode == "none":
+        raise ValueError("the unswizzled ('none') layout is made of 8x16-byte core matrices; "
+                         "this model covers the swizzled layouts")
+    width = _SWIZZLE_BYTES[mode]
+    if not 0 <= k * itemsize < width:
+        raise ValueError(f"k={k} lies outside one {width}-byte row ({width // itemsize} values of {itemsize} bytes)")
+    if row < 0:
+        raise ValueError(f"row must be at least 0, not {row}")
+    sbo = 8 * width if stride_byte_offset is None else stride_byte_offset
+    logical = (row // 8) * sbo + (row % 8) * width + k * itemsize
+    return swizzle(logical, mode)
+
+
+def atom_chunks(mode: str = "128B") -> np.ndarray:
+    """For one atom (8 rows of W bytes): [row, physical chunk] = the logical 16-byte chunk that
+    the swizzle stores there (what 16.5's figure draws)."""
+    width = _SWIZZLE_BYTES[mode] if mode != "none" else 128
+    chunks = width // 16
+    table = np.empty((8, chunks), np.int64)
+    for row in range(8):
+        for c in range(chunks):
+            physical = swizzle(row * width + 16 * c, mode) - row * width
+            table[row, physical // 16] = c
+    return table
+
+
+def bank_passes(mode: str = "128B", chunk: int = 0) -> int:
+    """How many passes 32 banks need to serve logical chunk ``chunk`` of all 8 rows of an atom
+    (8 x 16 bytes): 1 when the swizzle spreads them over distinct banks, up to 8 without it
+    (rows 128 bytes apart fall on the same 4 banks)."""
+    width = _SWIZZLE_BYTES.get(mode, 128)
+    banks: dict[int, set] = {}
+    for row in range(8):
+        address = swizzle(row * width + 16 * chunk, mode) if mode != "none" else row * width + 16 * chunk
+        for word in range(4):  # a 16-byte chunk covers 4 banks of 4 bytes
+            bank = (address // 4 + word) % 32
+            banks.setdefault(bank, set()).add(address // 4 + word)
+    return max(len(words) for words in banks.values())
