@@ -26,6 +26,10 @@ copied back, labels copied over) or between device arrays raises ``RecordingErro
 Inputs therefore live in buffers that the caller fills before each replay, and anything that
 depends on values (a check of the labels, the auto-tuner's first measurement of a shape) runs
 before recording. ``ReplayedStep`` does all of this for a ``BookCNN``.
+
+``BoundLaunch`` is the same idea for one kernel whose arrays change from call to call: bound
+once per layout of its arguments, it replays Numba's prepared call with the new arrays'
+addresses and scalars put in (16.5's Winograd F(4x4) launches its four kernels this way).
 """
 
 from __future__ import annotations
