@@ -5,6 +5,8 @@ pipeline overlaps the copies with the tensor-core work.
                       element coloured by the lane that holds it, two lanes' registers named
     pipeline          a timeline of tensor-core GEMM v3 (copy, barrier, multiply, barrier) against
                       v4 (two shared tiles: the copy of step k+1 runs while step k multiplies)
+    warpgroup_accumulators  the 64 x N accumulator tile of one wgmma m64nNk16: which of the
+                      warpgroup's 128 threads (and which warp) holds each element
     swizzle_atom      one 8x128-byte atom of a wgmma operand tile without and with Hopper's
                       128-byte swizzle: which logical chunk sits where, and the banks one column
                       of chunks falls on
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.tensorcore import layout, smem_layout
+from gpulib.tensorcore import layout, smem_layout, wgmma_model
 
 SHOWN_LANES = (0, 5)
 
@@ -129,5 +131,36 @@ def swizzle_atom(column: int = 0):
         how = "뱅크 충돌 없이 한 번에 읽는다" if passes == 1 else f"같은 뱅크에 몰려 {passes}번에 나눠 읽는다"
         ax.set_title(f"{title}\nk {8 * column}..{8 * column + 7}의 8행: {how}", fontsize=10)
     fig.suptitle("K-major fp16 타일의 아톰 하나(8행 × 128바이트): 칸은 16바이트, 글자는 그 칸에 든 k", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def warpgroup_accumulators(n: int = 16, threads=(0, 37)):
+    """The 64 x ``n`` fp32 result of one wgmma m64nNk16, each element coloured by the warp whose
+    thread holds it and labelled with that thread; the registers of ``threads`` named (d0...)
+    in red."""
+    import matplotlib.pyplot as plt
+
+    owner = np.empty((64, n), np.int64)
+    index = np.empty((64, n), np.int64)
+    for t in range(128):
+        for i in range(n // 2):
+            owner[wgmma_model.accumulator_element(t, i, n)] = t
+            index[wgmma_model.accumulator_element(t, i, n)] = i
+    fig, ax = plt.subplots(figsize=(0.42 * n + 2.5, 11))
+    warp = owner // 32
+    ax.imshow(warp, cmap=plt.get_cmap("Pastel1"), vmin=-0.5, vmax=8.5, aspect="auto")
+    for (r, c), t in np.ndenumerate(owner):
+        bold = t in threads
+        ax.text(c, r, f"{t}:d{index[r, c]}" if bold else str(t), ha="center", va="center",
+                fontsize=5.5 if bold else 5, color="darkred" if bold else "0.2")
+    ax.set_xticks(range(n), [str(c) for c in range(n)], fontsize=6)
+    ax.set_yticks(range(0, 64, 4), [str(r) for r in range(0, 64, 4)], fontsize=6)
+    for w in range(1, 4):
+        ax.axhline(16 * w - 0.5, color="black", linewidth=1.2)
+    ax.set_xlabel("열 (n)")
+    ax.set_ylabel("행 (m): 16행마다 워프 하나")
+    ax.set_title(f"wgmma m64n{n}k16의 결과 D: 칸의 숫자는 그 원소를 가진 스레드 (0..127), 붉은 글씨: 스레드 "
+                 f"{', '.join(map(str, threads))}의 레지스터", fontsize=9)
     fig.tight_layout()
     return fig

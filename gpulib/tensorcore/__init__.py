@@ -13,5 +13,7 @@
               layout), with a warp-level model of the instruction
     smem_layout.py  Hopper's wgmma operands in shared memory: the 128/64/32-byte swizzles, the
               64-bit matrix descriptor and the canonical K-major layout, as pure Python
+    wgmma_model.py  what one wgmma m64nNk16 computes from a shared-memory image and its
+              descriptors, and which of the warpgroup's 128 threads holds which result (NumPy)
     (16.5's measurements of them are in gpulib/bench/cudnn_tensorcore.py)
 """
