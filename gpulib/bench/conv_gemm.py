@@ -18,6 +18,8 @@ the command-line front end (``--part gemm|layer|memory`` measures one part); not
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpulib import reference as ref
@@ -182,7 +184,7 @@ def kernel_report() -> list[dict]:
         if not kernel.overloads:  # not compiled yet: one small product compiles it
             A = cuda.to_device(np.ones((8, 8), np.float32))
             api.matmul(A, A, version=version, shape=tile)
-        threads = (tile["BN"] // tile["TN"]) * (tile["BM"] // tile["TM"])
+        threads = math.prod(gemm_kernels.block_threads(tile))
         row = dict(version=version, tile=_shape_name(tile), **M.kernel_resources(kernel, threads))
         try:
             row["sass"] = M.sass_mix(kernel)
@@ -195,39 +197,35 @@ def kernel_report() -> list[dict]:
 PARTS = ("gemm", "layer", "memory")
 
 
+def _measure_one(part: str, repeat: int) -> dict:
+    """One part's results, as ``measure`` stores it."""
+    if part == "gemm":
+        rows = measure_gemm(repeat=repeat)
+        return dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=rows[-1]["name"], rows=rows,
+                    kernels=kernel_report())
+    if part == "layer":
+        rows, ref_name = measure_layer(repeat=repeat)
+        return dict(layer=LAYER, gflop=flop(LAYER) / 1e9, reference=ref_name, library=rows[-1]["name"], rows=rows)
+    return dict(layer=LAYER, rows=measure_memory())
+
+
 def measure_part(part: str, repeat: int = 20) -> dict:
     """One part of ``measure`` alone (``benchmarks/conv_gemm.py --part NAME --save``), carrying
     its own device and date, since the stored results around it may come from another run."""
     if part not in PARTS:
         raise ValueError(f"unknown part {part!r}; choose one of {PARTS}")
     M.require_gpu()
-    if part == "gemm":
-        rows = measure_gemm(repeat=repeat)
-        result = dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=rows[-1]["name"], rows=rows,
-                      kernels=kernel_report())
-    elif part == "layer":
-        rows, ref_name = measure_layer(repeat=repeat)
-        result = dict(layer=LAYER, gflop=flop(LAYER) / 1e9, reference=ref_name, library=rows[-1]["name"], rows=rows)
-    else:
-        result = dict(layer=LAYER, rows=measure_memory())
-    return dict(result, measured=M.header(repeat))
+    return dict(_measure_one(part, repeat), measured=M.header(repeat))
 
 
 def measure(repeat: int = 20, progress=print) -> dict:
     """All three parts; GPU only."""
     M.require_gpu()
-    progress("GEMM ladder ...")
-    gemm_rows = measure_gemm(repeat=repeat)
-    progress("layer ...")
-    layer_rows, ref_name = measure_layer(repeat=repeat)
-    progress("memory ...")
-    memory_rows = measure_memory()
-    return dict(M.header(repeat),
-                gemm=dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=gemm_rows[-1]["name"], rows=gemm_rows,
-                          kernels=kernel_report()),
-                layer=dict(layer=LAYER, gflop=flop(LAYER) / 1e9, reference=ref_name, library=layer_rows[-1]["name"],
-                           rows=layer_rows),
-                memory=dict(layer=LAYER, rows=memory_rows))
+    results = dict(M.header(repeat))
+    for part, what in zip(PARTS, ("GEMM ladder", "layer", "memory")):
+        progress(f"{what} ...")
+        results[part] = _measure_one(part, repeat)
+    return results
 
 
 def load(path=RESULTS) -> dict:
@@ -266,8 +264,8 @@ def plot_speed(results: dict, measured_live: bool):
 
     fig, (ax_g, ax_l) = plt.subplots(1, 2, figsize=(14, 5.6), gridspec_kw=dict(width_ratios=[1, 1.15]))
     colour = dict(v1="tab:gray", v2="tab:blue", v3="tab:blue", v4="tab:cyan", v5="teal", library="tab:green",
-                  im2col="tab:orange", gemm="tab:olive", **{"im2col+gemm": "tab:orange"}, implicit="tab:purple", direct="tab:gray",
-                  cudnn="tab:green")
+                  im2col="tab:orange", gemm="tab:olive", **{"im2col+gemm": "tab:orange"}, implicit="tab:purple",
+                  direct="tab:gray", cudnn="tab:green")
     for ax, rows, library in ((ax_g, results["gemm"]["rows"], "cuBLAS"), (ax_l, results["layer"]["rows"], "cuDNN")):
         ms = [r["ms"] for r in rows]
         ax.barh([M.short_name(r["name"]) for r in rows], ms, color=[colour.get(r["kind"], "tab:blue") for r in rows])

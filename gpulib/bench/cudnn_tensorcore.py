@@ -23,6 +23,8 @@ Every timed row is checked first. ``benchmarks/cudnn_tensorcore.py`` is the comm
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from gpulib.arrays import blocks
@@ -34,6 +36,7 @@ from gpulib.conv import autotune
 from gpulib.conv.algorithms import ALGORITHMS
 from gpulib.conv.implicit_gemm import row_table
 from gpulib.env import cuda
+from gpulib.gemm.kernels import block_threads
 from gpulib.tensorcore import conv as TC
 from gpulib.tensorcore import gemm as TG
 from gpulib.timing import benchmark
@@ -235,8 +238,8 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
     cudnn_ms = benchmark(cudnn_run, repeat=repeat).median_ms
     precomp_ms = benchmark(lambda: implicit_gemm.conv2d_implicit_precomp_gemm(X_dev, W_dev, b_dev, L["padding"],
                                                                              L["stride"], out=Y), repeat=repeat).median_ms
-    products, tile = plan.products.kernel, winograd.F4_PRODUCTS
-    threads = (tile["BN"] // tile["TN"]) * (tile["BM"] // tile["TM"])
+    products = plan.products.kernel
+    threads = math.prod(block_threads(winograd.F4_PRODUCTS))
     return dict(M.header(repeat), layer=L, rel_err=rel_err, event_ms=event_ms, wall_ms=wall_ms, kernels=kernels,
                 cudnn=name, cudnn_ms=cudnn_ms, implicit_precomp_ms=precomp_ms,
                 products_resources=M.kernel_resources(products, threads), products_sass=M.sass_mix(products),
@@ -266,8 +269,7 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
         raise ValueError(f"part must be 'resources', 'autotune' or 'winograd_f4' (the others are measured together "
-                         f"by measure()), "
-                         f"not {part!r}")
+                         f"by measure()), not {part!r}")
     return measure_resources(repeat)
 
 

@@ -27,6 +27,7 @@ from gpulib import reference as ref
 from gpulib.arrays import to_host
 from gpulib.check import validate
 from gpulib.env import device_name, on_gpu
+from gpulib.gemm.kernels import REGISTERS_PER_SM
 from gpulib.timing import benchmark
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -155,27 +156,29 @@ def rows_table(rows: list[dict], library: str, width: int = 58, indent: str = " 
     return lines
 
 
-REGISTERS_PER_SM = 65536  # every NVIDIA GPU from Volta to Hopper
 REGISTER_UNIT = 256  # registers are given to a warp in units of 256
 THREADS_PER_SM, BLOCKS_PER_SM = 2048, 32  # Hopper's limits per SM
+
+
+def _only_specialization(value):
+    """Numba answers per compiled specialization when none is named: the one answer, or a
+    ValueError when the kernel has several."""
+    if isinstance(value, dict):
+        if len(value) != 1:
+            raise ValueError(f"kernel has {len(value)} compiled specializations; needs exactly one")
+        (value,) = value.values()
+    return value
 
 
 def kernel_resources(kernel, threads: int) -> dict:
     """What the compiler gave a compiled kernel (its one specialization), and how many blocks of
     ``threads`` fit on one SM by its registers and by the SM's thread and block limits."""
-    def one(value):  # Numba answers per specialization when none is named
-        if isinstance(value, dict):
-            if len(value) != 1:
-                raise ValueError(f"kernel has {len(value)} compiled specializations; needs exactly one")
-            (value,) = value.values()
-        return value
-
-    regs = one(kernel.get_regs_per_thread())
+    regs = _only_specialization(kernel.get_regs_per_thread())
     per_warp = -(-regs * 32 // REGISTER_UNIT) * REGISTER_UNIT
     warps = -(-threads // 32)
     by_registers = REGISTERS_PER_SM // (per_warp * warps)
-    return dict(registers=regs, local_bytes=one(kernel.get_local_mem_per_thread()),
-                shared_bytes=one(kernel.get_shared_mem_per_block()), threads=threads,
+    return dict(registers=regs, local_bytes=_only_specialization(kernel.get_local_mem_per_thread()),
+                shared_bytes=_only_specialization(kernel.get_shared_mem_per_block()), threads=threads,
                 blocks_per_sm=min(by_registers, THREADS_PER_SM // threads, BLOCKS_PER_SM),
                 blocks_by_registers=by_registers)
 
@@ -186,14 +189,11 @@ SASS_OPS = ("FFMA", "LDS", "LDS.64", "LDS.128", "LDG", "STS", "BAR", "all")
 def sass_mix(kernel) -> dict:
     """How many times each instruction of ``SASS_OPS`` appears in a compiled kernel's machine code
     (its one specialization; static counts, not executed ones), and ``all`` instructions. LDS
-    is the 32-bit shared-memory load, LDS.128 the 128-bit one. Needs nvdisasm (the CUDA toolkit) on the PATH."""
+    is the 32-bit shared-memory load, LDS.128 the 128-bit one. Needs nvdisasm (the CUDA toolkit)
+    on the PATH."""
     import re
 
-    sass = kernel.inspect_sass()
-    if isinstance(sass, dict):
-        if len(sass) != 1:
-            raise ValueError(f"kernel has {len(sass)} compiled specializations; needs exactly one")
-        (sass,) = sass.values()
+    sass = _only_specialization(kernel.inspect_sass())
     counts = dict.fromkeys(SASS_OPS, 0)
     for line in sass.splitlines():
         if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+\S", line):  # an instruction: /*0150*/ OPCODE ...

@@ -42,10 +42,16 @@ G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float
 AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 
 
-def _tiles(X_shape, padding: int) -> int:
-    """2x2 output tiles of a 3x3, stride-1 layer: N·⌈H'/2⌉·⌈W'/2⌉."""
+def _tile_grid(Ho: int, Wo: int, m: int = 2) -> tuple[int, int]:
+    """Rows and columns of m×m output tiles covering an Ho×Wo output."""
+    return (Ho + m - 1) // m, (Wo + m - 1) // m
+
+
+def _tiles(X_shape, padding: int, m: int = 2) -> int:
+    """m×m output tiles of a 3x3, stride-1 layer: N·⌈H'/m⌉·⌈W'/m⌉ (m = 2 for F(2x2), 4 for F(4x4))."""
     N, _, Ho, Wo = output_shape(X_shape, (1, X_shape[1], 3, 3), padding, 1)
-    return N * ((Ho + 1) // 2) * ((Wo + 1) // 2)
+    tiles_y, tiles_x = _tile_grid(Ho, Wo, m)
+    return N * tiles_y * tiles_x
 
 
 def multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
@@ -182,11 +188,12 @@ def winograd_fused_kernel(X, U, b, Y, padding, tiles_y, tiles_x):
         output_transform(m, Y, n, k, 2 * ty, 2 * tx, b[k])
 
 
-def supports(W_shape, stride: int) -> str:
-    """"" when F(2x2, 3x3) applies to this filter and stride, else the reason it does not."""
+def supports(W_shape, stride: int, variant: str = "F(2x2, 3x3)") -> str:
+    """"" when Winograd ``variant`` (F(2x2, 3x3) or F(4x4, 3x3)) applies to this filter and
+    stride, else the reason it does not: both need a 3x3 filter and stride 1."""
     if tuple(W_shape[2:]) == (3, 3) and stride == 1:
         return ""
-    return (f"Winograd F(2x2, 3x3) needs a 3x3 filter and stride 1, not a {W_shape[2]}x{W_shape[3]} "
+    return (f"Winograd {variant} needs a 3x3 filter and stride 1, not a {W_shape[2]}x{W_shape[3]} "
             f"filter with stride {stride}")
 
 
@@ -198,17 +205,23 @@ def filter_transform(W):
     return U
 
 
-def _prepare(X, W, b, padding, stride, out):
-    """Checks, Y, the tile grid and the transformed filters, shared by both variants."""
+def _checked(X, W, b, padding, stride, out, variant: str = "F(2x2, 3x3)"):
+    """The checks every Winograd variant makes before a launch; (Y, N, K, H', W')."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
-    reason = supports(W.shape, stride)
+    reason = supports(W.shape, stride, variant)
     if reason:
         raise ValueError(reason)
     Y = output(out, (N, K, Ho, Wo), "out")
-    for name, a in (("X", X), ("W", W)):  # inf - inf in a transform is NaN, and a NaN reaches all 4 outputs
+    for name, a in (("X", X), ("W", W)):  # inf - inf in a transform is NaN, and a NaN reaches all outputs
         require_finite(a, name, "Winograd's transforms would turn into NaN beyond the outputs they "
                        "touch; use another algorithm")
-    tiles_y, tiles_x = (Ho + 1) // 2, (Wo + 1) // 2
+    return Y, N, K, Ho, Wo
+
+
+def _prepare(X, W, b, padding, stride, out):
+    """Checks, Y, the tile grid and the transformed filters, shared by both F(2x2) variants."""
+    Y, N, K, Ho, Wo = _checked(X, W, b, padding, stride, out)
+    tiles_y, tiles_x = _tile_grid(Ho, Wo)
     return Y, tiles_y, tiles_x, N * tiles_y * tiles_x, filter_transform(W), bias_or_zeros(b, K)
 
 
@@ -354,17 +367,16 @@ class F4Plan:
         N, C, H, W = X_shape
         K = W_shape[0]
         _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, 1)
-        self.tiles_y, self.tiles_x = (Ho + 3) // 4, (Wo + 3) // 4
+        self.tiles_y, self.tiles_x = _tile_grid(Ho, Wo, 4)
         P = N * self.tiles_y * self.tiles_x
         self.U = cuda.device_array((36, K, C), np.float32)
         self.V = cuda.device_array((36, C, P), np.float32)
         self.M = cuda.device_array((36, K, P), np.float32)
         tile = sized(gpu=F4_PRODUCTS, sim=gemm_kernels.V5_SIM)
-        threads = (tile["BN"] // tile["TN"], tile["BM"] // tile["TM"])
         self.filters = BoundLaunch(filter_transform_f4_kernel, blocks(K * C, BLOCK), BLOCK)
         self.inputs = BoundLaunch(input_transform_f4_kernel, blocks(C * P, BLOCK), BLOCK)
         self.products = BoundLaunch(gemm_kernels.gemm_v5_kernel(**tile),
-                                    (blocks(P, tile["BN"]), blocks(K, tile["BM"]), 36), threads)
+                                    (blocks(P, tile["BN"]), blocks(K, tile["BM"]), 36), gemm_kernels.block_threads(tile))
         self.outputs = BoundLaunch(output_transform_f4_kernel, blocks(K * P, BLOCK), BLOCK)
 
     def run(self, X, W, bias, Y, padding: int):
@@ -381,14 +393,7 @@ def conv2d_winograd_f4(X, W, b=None, padding: int = 0, stride: int = 1, *, out=N
     """Y = conv(X, W) + b by Winograd F(4x4, 3x3), non-fused: filter and input transforms, the
     36 products as one batched GEMM v5 launch, the output transform (cuDNN's WINOGRAD_NONFUSED
     family). The workspace and the bound launches are kept per layer shape."""
-    N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
-    reason = supports_f4(W.shape, stride)
-    if reason:
-        raise ValueError(reason)
-    Y = output(out, (N, K, Ho, Wo), "out")
-    for name, a in (("X", X), ("W", W)):
-        require_finite(a, name, "Winograd's transforms would turn into NaN beyond the outputs they "
-                       "touch; use another algorithm")
+    Y, _, K, _, _ = _checked(X, W, b, padding, stride, out, "F(4x4, 3x3)")
     key = (tuple(X.shape), tuple(W.shape), padding)
     plan = F4_PLANS.get(key)
     if plan is None:
@@ -399,22 +404,17 @@ def conv2d_winograd_f4(X, W, b=None, padding: int = 0, stride: int = 1, *, out=N
 
 def supports_f4(W_shape, stride: int) -> str:
     """"" when F(4x4, 3x3) applies (a 3x3 filter, stride 1), else the reason it does not."""
-    return supports(W_shape, stride).replace("F(2x2, 3x3)", "F(4x4, 3x3)")
-
-
-def _f4_tiles(X_shape, padding: int) -> int:
-    N, _, Ho, Wo = output_shape(X_shape, (1, X_shape[1], 3, 3), padding, 1)
-    return N * ((Ho + 3) // 4) * ((Wo + 3) // 4)
+    return supports(W_shape, stride, "F(4x4, 3x3)")
 
 
 def f4_multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """36 multiplications per 4x4 tile, channel and filter (the direct convolution needs 144)."""
-    return _f4_tiles(X_shape, padding) * W_shape[0] * X_shape[1] * 36
+    return _tiles(X_shape, padding, 4) * W_shape[0] * X_shape[1] * 36
 
 
 def f4_workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """U [36, K, C], V [36, C, tiles] and M [36, K, tiles], float32 (kept per layer shape)."""
-    P, K, C = _f4_tiles(X_shape, padding), W_shape[0], X_shape[1]
+    P, K, C = _tiles(X_shape, padding, 4), W_shape[0], X_shape[1]
     return 4 * 36 * (K * C + P * (C + K))
 
 

@@ -1,8 +1,9 @@
 """16.4: GEMM, C = A·B, three ways behind one interface (``matmul``):
 
     kernels.py  the book's own Numba kernels: v1 naive, v2 shared tiles, v3 register-blocked,
-                v4 double-buffered shared tiles and unsigned offsets
-    api.py      ``matmul(A, B, version=...)``: "v1" to "v4", or "library" = cuBLAS
+                v4 double-buffered shared tiles and unsigned offsets, v5 128-bit shared loads
+                and batches of products
+    api.py      ``matmul(A, B, version=...)``: "v1" to "v5", or "library" = cuBLAS
                 through CuPy on a GPU (zero-copy from Numba device arrays), NumPy without one
 """
 

@@ -48,7 +48,7 @@ def _launch_tiled(factory, A, B, C, shape: dict) -> None:
     """Launch a register-blocked version (3, 4 or 5) built by ``factory`` for the tile ``shape``:
     (BN/TN) × (BM/TM) threads per block, one block per BM×BN tile of C (and per product of a
     batch, when C is 3-D)."""
-    threads = (shape["BN"] // shape["TN"], shape["BM"] // shape["TM"])
+    threads = kernels.block_threads(shape)
     rows, cols = tuple(C.shape)[-2:]  # (the simulator's shapes refuse negative indices)
     grid = (blocks(cols, shape["BN"]), blocks(rows, shape["BM"]))
     if len(C.shape) == 3:  # a batch of products along blockIdx.z

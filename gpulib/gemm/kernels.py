@@ -188,6 +188,12 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     return gemm_v3
 
 
+def block_threads(tile: dict) -> tuple[int, int]:
+    """(x, y) threads per block of a register-blocked version (3, 4 or 5) for ``tile``:
+    BN/TN × BM/TM, each thread computing a TM×TN patch of the block's BM×BN tile."""
+    return tile["BN"] // tile["TN"], tile["BM"] // tile["TM"]
+
+
 @lru_cache(maxsize=None)
 def tile_movers(BM: int, BN: int, BK: int, TM: int, TN: int):
     """The device functions versions 4 and 5 move their tiles with, for a BM×BN×BK tile and
@@ -239,16 +245,13 @@ def gemm_v4_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     publishes the new tiles and guarantees that nobody still reads the buffer that step i + 2
     will overwrite. Launch with (BN // TN) × (BM // TM) threads per block.
     """
+    fetch, publish = tile_movers(BM, BN, BK, TM, TN)  # (refuses a tile the threads cannot share evenly)
     THREADS_X, THREADS_Y = BN // TN, BM // TM
     THREADS = THREADS_X * THREADS_Y
-    if (BM * BK) % THREADS or (BK * BN) % THREADS:
-        raise ValueError(f"{THREADS} threads cannot share a {BM}x{BK} and a {BK}x{BN} tile evenly")
     A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS
     A_ROW = BM + 4  # padding against bank conflicts in the transposing store, as in version 3
     A_SIZE, B_SIZE = BK * A_ROW, BK * BN
     A_BUFFERS, B_BUFFERS = 2 * A_SIZE, 2 * B_SIZE  # shared array sizes must be constants
-
-    fetch, publish = tile_movers(BM, BN, BK, TM, TN)
 
     @cuda.jit
     def gemm_v4(A, B, C):
@@ -300,7 +303,7 @@ def gemm_v4_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     return gemm_v4
 
 
-REGISTERS_PER_SM = 65536
+REGISTERS_PER_SM = 65536  # every NVIDIA GPU from Volta to Hopper (gpulib.bench.measure uses it too)
 
 
 @lru_cache(maxsize=None)
@@ -328,10 +331,9 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     """
     if TM % 4 or TN % 4:
         raise ValueError(f"version 5 reads runs of 4 values: TM and TN must be multiples of 4, not TM={TM}, TN={TN}")
+    _, publish = tile_movers(BM, BN, BK, TM, TN)  # the shared-memory side is version 4's
     THREADS_X, THREADS_Y = BN // TN, BM // TM
     THREADS = THREADS_X * THREADS_Y
-    if (BM * BK) % THREADS or (BK * BN) % THREADS:
-        raise ValueError(f"{THREADS} threads cannot share a {BM}x{BK} and a {BK}x{BN} tile evenly")
     A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS
     A_ROW = BM + 4  # padding as in version 3; a multiple of 4, so every row stays 16-byte aligned
     A_SIZE, B_SIZE = BK * A_ROW, BK * BN
@@ -339,8 +341,6 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     A_GAP, B_GAP = 4 * THREADS_Y, 4 * THREADS_X  # from one run of a thread to its next
     if max_registers is None:
         max_registers = min(255, REGISTERS_PER_SM // (2 * THREADS) // 8 * 8)
-
-    _, publish = tile_movers(BM, BN, BK, TM, TN)  # the shared-memory side is version 4's
 
     @cuda.jit(device=True)
     def fetch(A, B, z, a_next, b_next, row0, col0, k0, flat):
@@ -366,7 +366,8 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
             e = uint32(flat + i * THREADS)
             b_next[i] = B[z, uint32(k0 + e // BN), uint32(col0 + e % BN)]
 
-    @cuda.jit(**({"max_registers": max_registers} if max_registers and on_gpu() else {}))  # the simulator has no registers
+    # the simulator has no registers to cap
+    @cuda.jit(**({"max_registers": max_registers} if max_registers and on_gpu() else {}))
     def gemm_v5(A, B, C):
         a_flat = cuda.shared.array(A_BUFFERS, float32, alignment=16)  # two A tiles, transposed: [k, m]
         b_flat = cuda.shared.array(B_BUFFERS, float32, alignment=16)  # two B tiles: [k, n]
