@@ -122,3 +122,23 @@ def test_a_bound_launch_takes_new_arrays_and_scalars_and_rebinds_on_a_new_layout
         np.testing.assert_allclose(dst.copy_to_host(), src.copy_to_host() * factor, rtol=1e-6)
         if on_gpu():
             assert launch._layout is not None and launch._layout[0][0] == (n,)
+
+
+def test_the_profiler_and_a_recording_see_every_call_of_a_bound_launch(rng):
+    """A bound launch's calls after the first skip Numba's launch on a GPU; the profiler still
+    times each, and a recording still names it, keeps its arrays and replays it."""
+    from gpulib.summary.profile import Profiler
+
+    launch = BoundLaunch(_scaled_copy, 1, 32)
+    src = cuda.to_device(rng.standard_normal(8).astype(np.float32))
+    dst = cuda.device_array(8, np.float32)
+    with Profiler() as prof:
+        launch(src, dst, np.float32(2.0))  # binds
+        launch(src, dst, np.float32(3.0))  # the bound call
+    assert [entry.kernel for entry in prof.launches] == ["_scaled_copy", "_scaled_copy"]
+    with record() as rec:
+        launch(src, dst, np.float32(4.0))
+    assert rec.names == ["_scaled_copy"] and any(a is src for kept in rec.keep if isinstance(kept, tuple) for a in kept)
+    src.copy_to_device(np.ones(8, np.float32))
+    rec.replay()
+    np.testing.assert_array_equal(dst.copy_to_host(), np.full(8, 4.0, np.float32))

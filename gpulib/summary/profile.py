@@ -7,10 +7,10 @@
     prof.ops()        # one row per operation: its GPU ms (kernels and library calls together)
 
 How: while the profiler is active, Numba's launch (``_LaunchConfiguration.__call__`` on a GPU,
-the simulator's ``FakeCUDAKernel.__call__``) and gpulib's cuBLAS call are wrapped so that a
-CUDA event is recorded before and after each, on the default stream every gpulib kernel uses;
-the events are read after one synchronisation at the end. On the simulator the launches are
-counted, not timed.
+the simulator's ``FakeCUDAKernel.__call__``), a bound launch's (``replay.launch_prepared``)
+and gpulib's cuBLAS call are wrapped so that a CUDA event is recorded before and after each,
+on the default stream every gpulib kernel uses; the events are read after one synchronisation
+at the end. On the simulator the launches are counted, not timed.
 
 One trap: a small kernel is shorter than the time Python takes to launch it. If the GPU is
 idle, the start event completes at once and the kernel arrives tens of microseconds later,
@@ -169,6 +169,16 @@ class Profiler:
 
             _LaunchConfiguration.__call__ = timed_launch
             self._undo.append(lambda: setattr(_LaunchConfiguration, "__call__", launch))
+
+            from gpulib.summary import replay  # a bound launch (16.5's Winograd F(4x4)) skips Numba's launch
+
+            prepared = replay.launch_prepared
+
+            def timed_prepared(name, grid, block, *call):
+                return prof._record(name, _threads(grid, block), lambda: prepared(name, grid, block, *call))
+
+            replay.launch_prepared = timed_prepared
+            self._undo.append(lambda: setattr(replay, "launch_prepared", prepared))
         else:
             from numba.cuda.simulator import kernel as sim
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -177,8 +178,20 @@ def record():
             rec.entries.append(("cuda", current[-1] if current else "kernel", (stream, config, kernel, args)))
             return core_launch(stream, config, kernel, *args)
 
+        this = sys.modules[__name__]
+        prepared = this.launch_prepared
+
+        def recorded_prepared(name, grid, block, args, *call):  # a BoundLaunch's own launch
+            current.append(name)
+            rec.keep.append(args)
+            try:
+                return prepared(name, grid, block, args, *call)
+            finally:
+                current.pop()
+
         patch(dispatcher._LaunchConfiguration, "__call__", recorded_call)
         patch(dispatcher, "launch", recorded_launch)
+        patch(this, "launch_prepared", recorded_prepared)
         for method in ("copy_to_host", "copy_to_device"):
             refuse(DeviceNDArrayBase, method, f"a device array's {method}")
     else:
@@ -207,6 +220,16 @@ def record():
             undo.pop()()
 
 
+def launch_prepared(name: str, grid, block, args, stream, config, kernel, values) -> None:
+    """Where a ``BoundLaunch``'s prepared call goes to cuda.core. Its own launches bypass Numba's
+    launch, which the profiler (gpulib/summary/profile.py) and ``record()`` wrap; they wrap this
+    one function too, so that a bound launch is timed like any other, and a recording names it
+    and keeps its arrays (``args``) alive."""
+    from numba.cuda import dispatcher
+
+    dispatcher.launch(stream, config, kernel, *values)
+
+
 class BoundLaunch:
     """``kernel[grid, block]`` bound once per layout of its arguments: later calls skip Numba's
     typing and argument conversion.
@@ -226,6 +249,7 @@ call is an ordinary launch.
 
     def __init__(self, kernel, grid, block):
         self.kernel, self.grid, self.block = kernel, grid, block
+        self.name = kernel.py_func.__name__
         self._layout = None
         self._bound = None  # (stream, config, kernel, argument list, slots)
 
@@ -275,13 +299,11 @@ call is an ordinary launch.
         elif layout != self._layout:
             self._bind(args, layout)
         else:
-            from numba.cuda import dispatcher
-
             stream, config, cukernel, values, slots = self._bound
             values = list(values)
             for a, (at, convert) in zip(args, slots):
                 values[at] = a.gpu_data.device_ctypes_pointer.value if convert is None else convert(a)
-            dispatcher.launch(stream, config, cukernel, *values)
+            launch_prepared(self.name, self.grid, self.block, args, stream, config, cukernel, values)
 
 
 class ReplayedStep:
