@@ -34,6 +34,13 @@ import numpy as np
 
 SWIZZLES = {"none": 0, "128B": 1, "64B": 2, "32B": 3}  # the descriptor's 2-bit code
 _SWIZZLE_BYTES = {"128B": 128, "64B": 64, "32B": 32}
+
+
+def row_bytes(mode: str) -> int:
+    """W, the bytes of one row of an atom under swizzle ``mode`` (an atom is 8 such rows); 128
+    for "none", whose rows the figures and bank counts lay out 128 bytes apart."""
+    _check_mode(mode)
+    return _SWIZZLE_BYTES.get(mode, 128)
 FIELD_LIMIT = 1 << 18  # 14-bit fields of 16-byte units: offsets and addresses below 256 KiB
 
 
@@ -89,7 +96,7 @@ def kmajor_offset(row: int, k: int, mode: str = "128B", stride_byte_offset: int 
     if mode == "none":
         raise ValueError("the unswizzled ('none') layout is made of 8x16-byte core matrices; "
                          "this model covers the swizzled layouts")
-    width = _SWIZZLE_BYTES[mode]
+    width = row_bytes(mode)
     if not 0 <= k * itemsize < width:
         raise ValueError(f"k={k} lies outside one {width}-byte row ({width // itemsize} values of {itemsize} bytes)")
     if row < 0:
@@ -102,7 +109,7 @@ def kmajor_offset(row: int, k: int, mode: str = "128B", stride_byte_offset: int 
 def atom_chunks(mode: str = "128B") -> np.ndarray:
     """For one atom (8 rows of W bytes): [row, physical chunk] = the logical 16-byte chunk that
     the swizzle stores there (what 16.5's figure draws)."""
-    width = _SWIZZLE_BYTES[mode] if mode != "none" else 128
+    width = row_bytes(mode)
     chunks = width // 16
     table = np.empty((8, chunks), np.int64)
     for row in range(8):
@@ -116,7 +123,7 @@ def bank_passes(mode: str = "128B", chunk: int = 0) -> int:
     """How many passes 32 banks need to serve logical chunk ``chunk`` of all 8 rows of an atom
     (8 x 16 bytes): 1 when the swizzle spreads them over distinct banks, up to 8 without it
     (rows 128 bytes apart fall on the same 4 banks)."""
-    width = _SWIZZLE_BYTES.get(mode, 128)
+    width = row_bytes(mode)
     banks: dict[int, set] = {}
     for row in range(8):
         address = swizzle(row * width + 16 * chunk, mode) if mode != "none" else row * width + 16 * chunk

@@ -76,7 +76,7 @@ def from_fragments(regs: np.ndarray) -> np.ndarray:
 def _check_placement(smem, start: int, rows: int, mode: str, stride_byte_offset: int | None) -> None:
     """ValueError unless a tile of ``rows`` rows at byte ``start`` starts on a swizzle atom (the
     XOR uses the address's own bits) and ends inside the image."""
-    atom = 8 * {"128B": 128, "64B": 64, "32B": 32}.get(mode, 128)
+    atom = 8 * smem_layout.row_bytes(mode)
     if start % atom:
         raise ValueError(f"a {mode}-swizzled tile must start on a {atom}-byte boundary, not at byte {start}")
     sbo = atom if stride_byte_offset is None else stride_byte_offset
