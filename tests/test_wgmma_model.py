@@ -67,7 +67,7 @@ def test_the_swizzle_matters_to_the_reader(rng):
 
 def test_a_tile_must_start_on_an_atom_and_fit_its_image():
     smem = np.zeros(4096, np.uint8)
-    with pytest.raises(ValueError, match="must start on a 1024-byte boundary, not at byte 512"):
+    with pytest.raises(ValueError, match="must start on a 1024-byte boundary or a 16-byte step inside its first 128-byte row, not at byte 512"):
         W.write_kmajor(smem, 512, np.ones((8, 16)), "128B")
     with pytest.raises(ValueError, match="a 64-row tile at byte 0 ends at byte 8192, past the image's 4096 bytes"):
         W.write_kmajor(smem, 0, np.ones((64, 16)), "128B")
@@ -80,3 +80,34 @@ def test_the_model_refuses_shapes_wgmma_does_not_have():
         W.accumulator_element(128, 0, 8)
     with pytest.raises(ValueError, match="D must have 64 rows"):
         W.fragments(np.zeros((32, 8), np.float32))
+
+
+def test_moving_the_start_32_bytes_along_k_reads_the_next_slice(rng):
+    """A 64-wide K tile fills each 128-byte row of the atom; a kernel reads it as four K = 16
+    slices by moving the descriptor's start 32 bytes at a time, and the swizzle, applied to the
+    whole address, still finds each value."""
+    A = rng.standard_normal((64, 64)).astype(np.float32)
+    smem = np.zeros(8192, np.uint8)
+    W.write_kmajor(smem, 0, A, "128B")
+    for j in range(4):
+        got = W.read_kmajor(smem, smem_layout.descriptor(32 * j, 16, 1024, "128B"), 64)
+        np.testing.assert_array_equal(got, A[:, 16 * j:16 * j + 16].astype(np.float16))
+    with pytest.raises(ValueError, match="K = 72 fp16 values from byte 0 of a row pass its 128 bytes"):
+        W.write_kmajor(smem, 0, np.ones((8, 72)), "128B")
+
+
+@pytest.mark.parametrize("n", [64, 128])
+def test_each_threads_products_are_its_fragment_of_the_whole_product(rng, n):
+    """What the simulator gives one thread equals that thread's registers of the whole product."""
+    A = rng.standard_normal((64, 64)).astype(np.float32)
+    Bt = rng.standard_normal((n, 64)).astype(np.float32)
+    smem = np.zeros(8192 + 128 * n, np.uint8)
+    W.write_kmajor(smem, 0, A, "128B")
+    W.write_kmajor(smem, 8192, Bt, "128B")
+    a_desc, b_desc = (smem_layout.descriptor(s + 64, 16, 1024, "128B") for s in (0, 8192))  # K slice 2
+    whole = W.fragments(W.multiply(smem, a_desc, b_desc, n))
+    for thread in (0, 37, 127):
+        np.testing.assert_allclose(W.thread_products(smem, a_desc, b_desc, n, thread), whole[thread], rtol=1e-6,
+                                   atol=1e-6)
+    want = A[:, 32:48].astype(np.float16).astype(np.float64) @ Bt[:, 32:48].astype(np.float16).astype(np.float64).T
+    np.testing.assert_allclose(W.from_fragments(whole), want, rtol=1e-5, atol=1e-5)

@@ -14,6 +14,10 @@ or read from benchmarks/results/cudnn_tensorcore.json.
     resources      what the compiler gave each tensor-core kernel (registers, local memory,
                    shared memory, blocks per SM), and conv v2 timed with and without its
                    register cap (``measure_part("resources")`` adds it to stored results)
+    wgmma          tensor-core GEMM v5 (Hopper's warpgroup MMA) in each of its configs against
+                   cuBLAS fp16 on the same C = A·Bᵀ at 4096³ and 8192³, v4 (WMMA) and cuBLAS on
+                   C = A·B at 4096³ in the same run, and each v5 kernel's registers, shared
+                   memory and SASS (HGMMA, LDGSTS, BAR) (``--part wgmma``)
     winograd_f4    Winograd F(4x4, 3x3) on the 16.3 layer: the whole call (events and wall time),
                    each of its four launches, cuDNN fp32 and implicit precomp GEMM in the same
                    run, and its batched GEMM's registers and SASS (``--part winograd_f4``)
@@ -247,6 +251,71 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
                 direct_multiplications=flop(L) / 2)
 
 
+WGMMA_SIZES = (4096, 8192)
+WGMMA_SASS = ("HGMMA", "LDGSTS", "BAR", "all")
+
+
+def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
+    """GEMM v5 (wgmma) in each config against cuBLAS fp16 (CuPy) on C = A·Bᵀ, fp16 operands,
+    every row checked against float64 first; v4 (WMMA) against cuBLAS on C = A·B at the first
+    size; each v5 kernel's resources and SASS counts."""
+    import cupy
+
+    rng = np.random.default_rng(16)
+    out = []
+    for S in sizes:
+        A = rng.standard_normal((S, S)).astype(np.float16)
+        Bt = rng.standard_normal((S, S)).astype(np.float16)
+        cA, cBt = cupy.asarray(A), cupy.asarray(Bt)
+        want = cupy.asnumpy(cA.astype(cupy.float64) @ cBt.astype(cupy.float64).T)
+        scale = float((cupy.abs(cA).astype(cupy.float64) @ cupy.abs(cBt).astype(cupy.float64).T).max())
+        flop = 2.0 * S**3
+        A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(Bt)
+        rows = []
+        for config in TG.V5_KERNELS:
+            C = poisoned((S, S))
+            rows.append(M.checked_row(f"gpulib tensor-core GEMM v5 (wgmma), {config}",
+                                      lambda: TG.launch_wgmma(A_dev, Bt_dev, C, config), want, out=C, flop=flop,
+                                      scale=scale, repeat=repeat))
+            del C
+        cC = cupy.empty((S, S), cupy.float16)
+        rows.append(M.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
+                                  flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
+        entry = dict(size=S, layout="C = A·Bᵀ", library=rows[-1]["name"], rows=M.with_ratio(rows, rows[-1]["ms"]))
+        if S == sizes[0]:  # the WMMA rung on its own layout, with its library in the same run
+            B_dev = cuda.to_device(np.ascontiguousarray(Bt.T))
+            cB = cupy.ascontiguousarray(cBt.T)
+            C = poisoned((S, S))
+            wmma_rows = [M.checked_row("gpulib tensor-core GEMM v4 (WMMA), C = A·B", lambda: TG.launch("v4", A_dev, B_dev, C),
+                                       want, out=C, flop=flop, scale=scale, repeat=repeat),
+                         M.checked_row("cuBLAS fp16 (CuPy), C = A·B", lambda: cupy.matmul(cA, cB, out=cC), want,
+                                       flop=flop, scale=scale, rtol=2e-3, repeat=repeat)]
+            entry["wmma_rows"] = M.with_ratio(wmma_rows, wmma_rows[-1]["ms"])
+            del C, B_dev, cB
+        out.append(entry)
+        del A_dev, Bt_dev, cA, cBt, cC
+    kernels = {config: dict(M.kernel_resources(kernel, TG.V5_THREADS), dynamic_shared_bytes=shared,
+                            sass=M.sass_mix(kernel, WGMMA_SASS))
+               for config, (kernel, shared) in TG.V5_KERNELS.items()}
+    return dict(M.header(repeat), sizes=out, kernels=kernels)
+
+
+def wgmma_table(r: dict) -> str:
+    lines = [f"Tensor-core GEMM v5 (wgmma) against cuBLAS fp16 ({r['device']}, {r['date']}); gpulib writes fp32, "
+             "cuBLAS fp16"]
+    for entry in r["sizes"]:
+        lines.append(f"  {entry['size']}^3, {entry['layout']}")
+        lines += M.rows_table(entry["rows"], "cuBLAS", width=58, indent="    ")
+        if "wmma_rows" in entry:
+            lines += M.rows_table(entry["wmma_rows"], "cuBLAS", width=58, indent="    ")
+    lines.append(f"  {'v5 kernel':<20} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
+    for config, k in r["kernels"].items():
+        sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())
+        lines.append(f"  {config:<20} {k['registers']:>9} {k['local_bytes']:>8} {k['dynamic_shared_bytes']:>14} "
+                     f"{k['blocks_per_sm']:>10}  {sass}")
+    return "\n".join(lines)
+
+
 def winograd_f4_table(r: dict) -> str:
     lines = [f"Winograd F(4x4, 3x3) on the 16.3 layer ({r['device']}, {r['date']}), rel err {r['rel_err']:.1e}:",
              f"  whole call {r['event_ms']:.3f} ms (events), {r['wall_ms']:.3f} ms (wall); {r['cudnn']} "
@@ -264,11 +333,13 @@ def measure_part(part: str, repeat: int = 20) -> dict:
     M.require_gpu()
     if part == "winograd_f4":
         return measure_winograd_f4(repeat)
+    if part == "wgmma":
+        return measure_wgmma(repeat)
     if part == "autotune":  # a list of layers: each carries the header
         header = M.header(max(5, repeat // 2))
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
-        raise ValueError(f"part must be 'resources', 'autotune' or 'winograd_f4' (the others are measured together "
+        raise ValueError(f"part must be 'resources', 'autotune', 'winograd_f4' or 'wgmma' (the others are measured together "
                          f"by measure()), not {part!r}")
     return measure_resources(repeat)
 
@@ -290,8 +361,10 @@ def measure(repeat: int = 20, progress=print) -> dict:
     resources = measure_resources(repeat)
     progress("Winograd F(4x4) ...")
     f4 = measure_winograd_f4(repeat)
+    progress("wgmma GEMM ...")
+    wg = measure_wgmma(repeat)
     return dict(M.header(repeat), tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec,
-                resources=resources, winograd_f4=f4)
+                resources=resources, winograd_f4=f4, wgmma=wg)
 
 
 def load(path=RESULTS) -> dict:
@@ -302,7 +375,7 @@ def save(results: dict, path=RESULTS) -> None:
     M.save(results, path)
 
 
-PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision", "resources", "winograd_f4")
+PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision", "resources", "winograd_f4", "wgmma")
 
 
 def _ranking(layer: dict) -> list[autotune.Result]:
@@ -351,6 +424,8 @@ def table(results: dict, parts=PARTS) -> str:
         lines += resources_table(results["resources"]).splitlines()
     if "winograd_f4" in parts and "winograd_f4" in results:
         lines += winograd_f4_table(results["winograd_f4"]).splitlines()
+    if "wgmma" in parts and "wgmma" in results:
+        lines += wgmma_table(results["wgmma"]).splitlines()
     return "\n".join(lines)
 
 

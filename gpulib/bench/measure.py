@@ -186,27 +186,35 @@ def kernel_resources(kernel, threads: int) -> dict:
 SASS_OPS = ("FFMA", "LDS", "LDS.64", "LDS.128", "LDG", "STS", "BAR", "all")
 
 
-def sass_mix(kernel) -> dict:
-    """How many times each instruction of ``SASS_OPS`` appears in a compiled kernel's machine code
+def sass_mix(kernel, ops=SASS_OPS) -> dict:
+    """How many times each instruction of ``ops`` appears in a compiled kernel's machine code
     (its one specialization; static counts, not executed ones), and ``all`` instructions. LDS
-    is the 32-bit shared-memory load, LDS.128 the 128-bit one. Needs nvdisasm (the CUDA toolkit)
-    on the PATH."""
+    is the 32-bit shared-memory load, LDS.128 the 128-bit one; any other name counts the
+    instructions whose opcode starts with it (HGMMA, LDGSTS, ...). Needs nvdisasm (the CUDA
+    toolkit) on the PATH."""
     import re
 
     sass = _only_specialization(kernel.inspect_sass())
-    counts = dict.fromkeys(SASS_OPS, 0)
+    counts = dict.fromkeys(ops, 0)
+    counts.setdefault("all", 0)
+    others = [op for op in ops if op not in SASS_OPS]
     for line in sass.splitlines():
         if re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+\S", line):  # an instruction: /*0150*/ OPCODE ...
             counts["all"] += 1
         words = line.replace(";", " ").split()
+        for op in others:
+            if any(word.split(".")[0] == op for word in words):
+                counts[op] += 1
         for word in words:
             base = word.split(".")[0]
-            if base in ("FFMA", "LDG", "STS", "BAR"):
+            if base in ("FFMA", "LDG", "STS", "BAR") and base in counts:
                 counts[base] += 1
                 break
             if base == "LDS":
                 width = next((w for w in word.split(".")[1:] if w in ("64", "128")), None)
-                counts["LDS." + width if width else "LDS"] += 1
+                name = "LDS." + width if width else "LDS"
+                if name in counts:
+                    counts[name] += 1
                 break
     return counts
 

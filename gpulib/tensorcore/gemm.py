@@ -14,9 +14,18 @@
                 by 8 fp16 values to spread them over the shared-memory banks.
     version 4   version 3 with two pairs of shared tiles and asynchronous copies (cp.async):
                 the copies of the next 32-deep tiles fly while the tensor cores work on these.
+    version 5   Hopper's warpgroup MMA (wgmma.py): a block of 2 warpgroups computes a 128xBN
+                tile, each warpgroup 64xBN with one m64nBNk16 instruction per 16-deep slice,
+                its operands read by the tensor cores straight from shared memory (no fragment
+                loads); 64-deep tiles in the 128-byte swizzled layout, filled by cp.async into
+                a ring of STAGES buffers, the copies two tiles ahead of the multiplies and one
+                group of multiplies left running while the next is issued. It multiplies
+                A [M, K] by Bᵀ given as [N, K] (both K-major, as wgmma reads fp16 from shared
+                memory without a transpose; nn.Linear keeps its weights this way).
 
 Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
-multiples of 16 (zeros add nothing to the products) and crops C back.
+multiples of 16 (zeros add nothing to the products) and crops C back; version 5 needs only K a
+multiple of 8 (whole 16-byte copies) and writes C's edges itself.
 """
 
 from __future__ import annotations
@@ -25,13 +34,14 @@ import numpy as np
 from numba import cuda, float32, types
 
 from gpulib.arrays import blocks, output, require, to_device, to_host
-from gpulib.tensorcore import wmma
+from gpulib.tensorcore import wgmma, wmma
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE  # constants
 
 float16 = types.float16
 
 WARPS = 4  # warps per block, stacked along the rows of C
-VERSIONS = ("v1", "v2", "v3", "v4")
+VERSIONS = ("v1", "v2", "v3", "v4")  # WMMA (warp-level), B given as [K, N]
+WGMMA_VERSIONS = ("v5",)  # warpgroup MMA, B given as Bᵀ [N, K]
 
 
 @wmma.kernel
@@ -204,6 +214,97 @@ def tc_gemm_v4_kernel(A, B, C):
     warp_store(C, acc, row0 + wy, col0 + wx, 4, 2)
 
 
+V5_BM, V5_BK = 128, 64  # two warpgroups of 64 rows; one 128-byte swizzle row of K
+V5_THREADS = 2 * wgmma.WARPGROUP
+V5_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128x256, 3 stages": (256, 3)}
+V5_DEFAULT = "128x128, 4 stages"
+
+
+def make_tc_gemm_v5(bn: int, stages: int):
+    """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256) and a ring of ``stages``
+    (3 or 4) shared buffers of A's and Bᵀ's 64-deep tiles; returns (kernel, shared bytes)."""
+    mma = {64: wgmma.mma_n64, 128: wgmma.mma_n128, 256: wgmma.mma_n256}[bn]
+    store = {64: wgmma.store_n64, 128: wgmma.store_n128, 256: wgmma.store_n256}[bn]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    ahead = stages - 2  # tiles in flight ahead of the one being multiplied
+
+    @cuda.jit(device=True)
+    def issue(smem, stage, A, Bt, row0, col0, k0, t):
+        """Start the cp.async copies of A[row0:+128, k0:+64] and Bᵀ[col0:+bn, k0:+64] into
+        buffer ``stage`` (bytes from the aligned start), each 16-byte chunk at its swizzled place."""
+        M, K = A.shape
+        N = Bt.shape[0]
+        for i in range(V5_BM * 8 // V5_THREADS):
+            e = t + i * V5_THREADS
+            r, c = e // 8, e % 8
+            wgmma.copy16_async(smem, stage + wgmma.swizzled_byte(r, c), A, row0 + r, k0 + 8 * c,
+                               row0 + r < M and k0 + 8 * c < K)
+        for i in range(bn * 8 // V5_THREADS):
+            e = t + i * V5_THREADS
+            r, c = e // 8, e % 8
+            wgmma.copy16_async(smem, stage + a_bytes + wgmma.swizzled_byte(r, c), Bt, col0 + r, k0 + 8 * c,
+                               col0 + r < N and k0 + 8 * c < K)
+
+    @wgmma.kernel
+    def tc_gemm_v5_kernel(A, Bt, C):
+        """Block (bx, by) owns C[128·by : +128, bn·bx : +bn]; warpgroup g its rows 64g .. 64g + 63."""
+        smem = cuda.shared.array(0, float16)
+        base = 2 * wgmma.aligned_start(smem)
+        acc = cuda.local.array(bn // 2, float32)
+        t = cuda.threadIdx.x
+        group = t // wgmma.WARPGROUP
+        row0, col0 = cuda.blockIdx.y * V5_BM, cuda.blockIdx.x * bn
+        steps = (A.shape[1] + V5_BK - 1) // V5_BK
+        for s in range(ahead):
+            if s < steps:
+                issue(smem, base + s * stage_bytes, A, Bt, row0, col0, s * V5_BK, t)
+            wgmma.async_commit()  # one group per tile, empty past the end: the counts stay regular
+        wgmma.fill(acc, float32(0.0))
+        for step in range(steps):
+            if ahead == 2:
+                wgmma.async_wait_one()  # this tile's copies have landed (the next may still fly)
+            else:
+                wgmma.async_wait_all()
+            wgmma.fence_async_proxy()  # ... and are visible to the tensor cores' reads
+            cuda.syncthreads()  # every thread's copies; and every warpgroup is done with tile step - 2
+            if step + ahead < steps:
+                issue(smem, base + (step + ahead) % stages * stage_bytes, A, Bt, row0, col0, (step + ahead) * V5_BK, t)
+            wgmma.async_commit()
+            stage = base + step % stages * stage_bytes
+            wgmma.fence()
+            for kk in range(V5_BK // wgmma.K_TILE):  # four 16-deep slices: the start moves 32 bytes
+                a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
+                b = wgmma.descriptor(smem, stage + a_bytes + 32 * kk, wgmma.ATOM_BYTES)
+                mma(acc, a, b, 1)
+            wgmma.commit()
+            wgmma.wait_one()  # the previous tile's multiplies are done: its buffer may be refilled
+        wgmma.wait_all()
+        store(C, row0 + wgmma.M_TILE * group, col0, acc)
+
+    return tc_gemm_v5_kernel, stages * stage_bytes + wgmma.ATOM_BYTES
+
+
+V5_KERNELS = {name: make_tc_gemm_v5(*config) for name, config in V5_CONFIGS.items()}
+
+
+def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):
+    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 5 on device operands (fp16, rows
+    contiguous); K must be a multiple of 8: every copy moves a whole 16-byte chunk."""
+    if config not in V5_KERNELS:
+        raise ValueError(f"unknown config {config!r}; choose one of {tuple(V5_KERNELS)}")
+    M, K = A16.shape
+    N = Bt16.shape[0]
+    if K % 8 or Bt16.shape[1] != K:
+        raise ValueError(f"A16 [M, K] and Bt16 [N, K] need the same K, a multiple of 8 (16-byte copies); "
+                         f"got A16 {tuple(A16.shape)} and Bt16 {tuple(Bt16.shape)}")
+    if tuple(C.shape) != (M, N):
+        raise ValueError(f"C must be [M, N] = {(M, N)}, not {tuple(C.shape)}")
+    kernel, shared = V5_KERNELS[config]
+    bn = V5_CONFIGS[config][0]
+    wgmma.launch(kernel, (blocks(N, bn), blocks(M, V5_BM)), V5_THREADS, shared, A16, Bt16, C)
+
+
 def _padded(a: np.ndarray) -> np.ndarray:
     rows, cols = (blocks(n, TILE) * TILE for n in a.shape)
     out = np.zeros((rows, cols), np.float16)
@@ -235,8 +336,8 @@ def matmul_tc(A, B, *, version: str = "v2", out=None):
     """C = A·B (float32 result) with A and B rounded to fp16, on the tensor cores (emulated on
     the simulator); returns C [M, N] on the device. Any M, N, K: the operands are zero-padded
     to multiples of 16 and the product is cropped back."""
-    if version not in VERSIONS:
-        raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
+    if version not in VERSIONS + WGMMA_VERSIONS:
+        raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS + WGMMA_VERSIONS}")
     for name, M, layout in (("A", A, "[M, K]"), ("B", B, "[K, N]")):
         require(M, name, 2, dtype=None, layout=layout)
         if np.dtype(M.dtype).kind != "f":  # complex would lose its imaginary part in fp16
@@ -246,6 +347,13 @@ def matmul_tc(A, B, *, version: str = "v2", out=None):
         raise ValueError(f"inner dimensions do not match: A is {tuple(A.shape)} and B is {tuple(B.shape)}")
     M, N = A.shape[0], B.shape[1]
     C = output(out, (M, N), "out")
+    if version in WGMMA_VERSIONS:
+        Bt = np.ascontiguousarray(np.asarray(to_host(B), np.float16).T)
+        K8 = blocks(A.shape[1], 8) * 8  # zero columns of K up to whole 16-byte chunks
+        A16, Bt16 = (np.zeros((a.shape[0], K8), np.float16) for a in (A, Bt))
+        A16[:, :A.shape[1]], Bt16[:, :A.shape[1]] = to_host(A), Bt
+        launch_wgmma(to_device(A16), to_device(Bt16), C)
+        return C
     A16, B16 = _padded(np.asarray(to_host(A), np.float16)), _padded(np.asarray(to_host(B), np.float16))
     C16 = cuda.device_array((A16.shape[0], B16.shape[1]), np.float32)
     launch(version, to_device(A16), to_device(B16), C16)

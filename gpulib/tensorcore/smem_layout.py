@@ -53,13 +53,17 @@ def swizzle(address: int, mode: str) -> int:
     """The byte address where a W-byte swizzle puts logical byte ``address`` (mode "128B",
     "64B", "32B"; "none" leaves it). The 16-byte chunk number (bits 4..) is XORed with the row
     of 128 bytes it lies in (bits 7..), over log2(W/16) bits: within one atom of 8·W bytes."""
+    return int(swizzle_array(int(address), mode))
+
+
+def swizzle_array(addresses, mode: str) -> np.ndarray:
+    """``swizzle`` applied to every address of an integer array (the simulator's reads)."""
     _check_mode(mode)
+    addresses = np.asarray(addresses, np.int64)
     if mode == "none":
-        return int(address)
-    bits = {"128B": 3, "64B": 2, "32B": 1}[mode]
-    mask = (1 << bits) - 1
-    address = int(address)
-    return address ^ (((address >> 7) & mask) << 4)
+        return addresses
+    mask = (1 << {"128B": 3, "64B": 2, "32B": 1}[mode]) - 1
+    return addresses ^ (((addresses >> 7) & mask) << 4)
 
 
 def descriptor(start: int, leading_byte_offset: int, stride_byte_offset: int, mode: str = "128B",

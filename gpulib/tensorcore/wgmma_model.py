@@ -74,41 +74,62 @@ def from_fragments(regs: np.ndarray) -> np.ndarray:
 
 
 def _check_placement(smem, start: int, rows: int, mode: str, stride_byte_offset: int | None) -> None:
-    """ValueError unless a tile of ``rows`` rows at byte ``start`` starts on a swizzle atom (the
-    XOR uses the address's own bits) and ends inside the image."""
-    atom = 8 * smem_layout.row_bytes(mode)
-    if start % atom:
-        raise ValueError(f"a {mode}-swizzled tile must start on a {atom}-byte boundary, not at byte {start}")
+    """ValueError unless a tile of ``rows`` rows at byte ``start`` lies on swizzle atoms (the XOR
+    uses the address's own bits: ``start`` is an atom boundary, or one plus a 16-byte step along
+    K inside the first row, as a kernel's descriptor for the second or later K = 16 slice of a
+    wider tile points) and ends inside the image."""
+    width = smem_layout.row_bytes(mode)
+    atom = 8 * width
+    if start % atom >= width or start % 16:
+        raise ValueError(f"a {mode}-swizzled tile must start on a {atom}-byte boundary or a 16-byte step "
+                         f"inside its first {width}-byte row, not at byte {start}")
     sbo = atom if stride_byte_offset is None else stride_byte_offset
-    end = start + (rows - 1) // 8 * sbo + atom
+    end = start - start % atom + (rows - 1) // 8 * sbo + atom
     if end > len(smem):
         raise ValueError(f"a {rows}-row tile at byte {start} ends at byte {end}, past the image's {len(smem)} bytes")
+
+
+def kmajor_addresses(start: int, rows, k: int, mode: str, stride_byte_offset: int) -> np.ndarray:
+    """[len(rows), k] byte addresses of elements (row, 0..k-1) of a K-major fp16 tile whose
+    descriptor starts at byte ``start``: the logical address (8-row groups ``stride_byte_offset``
+    apart, rows W bytes apart, 2 bytes per value) with the swizzle applied to the whole address,
+    as the hardware does (so a start moved along K by a 16-byte step reads the next values)."""
+    rows = np.asarray(rows, np.int64)[:, None]
+    logical = start + rows // 8 * stride_byte_offset + rows % 8 * smem_layout.row_bytes(mode) + 2 * np.arange(k)
+    return smem_layout.swizzle_array(logical, mode)
 
 
 def write_kmajor(smem: np.ndarray, start: int, tile: np.ndarray, mode: str = "128B",
                  stride_byte_offset: int | None = None) -> None:
     """Store ``tile`` [rows, K] (K-major: each row's K values in a run) as fp16 into the byte
     image ``smem`` (uint8) at byte ``start``, in the canonical layout of ``mode``: what a
-    kernel's copies (or TMA) must produce for wgmma to read it."""
+    kernel's copies (or TMA) must produce for wgmma to read it. K may fill a whole row of the
+    atom (64 fp16 values for 128B): wgmma then reads it 16 at a time, its descriptor's start
+    moved 32 bytes along K for each slice."""
     values = np.asarray(tile, np.float16)
-    _check_placement(smem, start, values.shape[0], mode, stride_byte_offset)
-    for (row, k), v in np.ndenumerate(values):
-        at = start + smem_layout.kmajor_offset(row, k, mode, stride_byte_offset)
-        smem[at:at + 2] = np.frombuffer(v.tobytes(), np.uint8)
+    rows, k = values.shape
+    width = smem_layout.row_bytes(mode)
+    if start % width + 2 * k > width:
+        raise ValueError(f"K = {k} fp16 values from byte {start % width} of a row pass its {width} bytes")
+    sbo = 8 * width if stride_byte_offset is None else stride_byte_offset
+    _check_placement(smem, start, rows, mode, sbo)
+    at = kmajor_addresses(start, np.arange(rows), k, mode, sbo)
+    pairs = values.view(np.uint16)
+    smem[at] = (pairs & 0xFF).astype(np.uint8)
+    smem[at + 1] = (pairs >> 8).astype(np.uint8)
 
 
-def read_kmajor(smem: np.ndarray, desc: int, rows: int, k: int = K_TILE) -> np.ndarray:
-    """The fp16 tile [rows, k] that descriptor ``desc`` points wgmma at in the byte image."""
+def read_kmajor(smem: np.ndarray, desc: int, rows: int, k: int = K_TILE, only=None) -> np.ndarray:
+    """The fp16 tile [rows, k] that descriptor ``desc`` points wgmma at in the byte image (or
+    just its rows ``only``, in that order)."""
     fields = smem_layout.decode(desc)
     if fields["base_offset"]:
         raise ValueError("this model covers swizzle atoms aligned to their size (base_offset 0)")
     _check_placement(smem, fields["start"], rows, fields["mode"], fields["stride_byte_offset"])
-    out = np.empty((rows, k), np.float16)
-    for row in range(rows):
-        for kk in range(k):
-            at = fields["start"] + smem_layout.kmajor_offset(row, kk, fields["mode"], fields["stride_byte_offset"])
-            out[row, kk] = np.frombuffer(bytes(smem[at:at + 2]), np.float16)[0]
-    return out
+    wanted = np.arange(rows) if only is None else np.asarray(only)
+    at = kmajor_addresses(fields["start"], wanted, k, fields["mode"], fields["stride_byte_offset"])
+    image = np.asarray(smem, np.uint8)
+    return (image[at] | image[at + 1].astype(np.uint16) << 8).view(np.float16)
 
 
 def multiply(smem: np.ndarray, a_desc: int, b_desc: int, n: int, D: np.ndarray | None = None) -> np.ndarray:
@@ -120,3 +141,26 @@ def multiply(smem: np.ndarray, a_desc: int, b_desc: int, n: int, D: np.ndarray |
     Bt = read_kmajor(smem, b_desc, n).astype(np.float64)
     acc = np.zeros((M_TILE, n)) if D is None else np.asarray(D, np.float64)
     return (acc + A @ Bt.T).astype(np.float32)
+
+
+def _owned(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """[128, N/2] rows and columns of D held by each thread's registers."""
+    if n not in _OWNED:
+        cells = np.array([[accumulator_element(t, i, n) for i in range(n // 2)] for t in range(THREADS)])
+        _OWNED[n] = cells[..., 0], cells[..., 1]
+    return _OWNED[n]
+
+
+_OWNED: dict = {}
+
+
+def thread_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, thread: int) -> np.ndarray:
+    """The N/2 values of A·B (fp16 operands, fp32 sums) that ``thread`` of the warpgroup holds
+    after one wgmma m64nNk16, in its register order: what the simulator's emulation gives each
+    thread (only the 2 rows of A and N/4 columns of B it needs are read)."""
+    _check_n(n)
+    rows, cols = _owned(n)
+    r, c = rows[thread], cols[thread]
+    A = read_kmajor(smem, a_desc, M_TILE, only=r).astype(np.float32)
+    Bt = read_kmajor(smem, b_desc, n, only=c).astype(np.float32)
+    return np.einsum("ik,ik->i", A, Bt, dtype=np.float32)

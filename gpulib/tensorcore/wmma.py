@@ -97,7 +97,7 @@ extern "C" __device__ int gpulib_wmma_load_b_shared(int* ret, unsigned long long
 
 // asynchronous copy of 16 bytes global -> shared (sm_80+): the thread does not wait for the data;
 // nbytes = 0 fills the 16 bytes with zeros instead (out-of-range parts of a tile)
-extern "C" __device__ int gpulib_cp_async16(int* ret, unsigned long long dst, unsigned long long src, int nbytes) {
+extern "C" __device__ int gpulibcp_async16(int* ret, unsigned long long dst, unsigned long long src, int nbytes) {
     asm volatile("{ .reg .u64 s; cvta.to.shared.u64 s, %0;\n"
                  "cp.async.cg.shared.global [s], [%1], 16, %2; }" :: "l"(dst), "l"(src), "r"(nbytes) : "memory");
     return 0;
@@ -148,7 +148,7 @@ if ON_GPU:
     _load_c = cuda.declare_device("gpulib_wmma_load_c", _sig)
     _load_a_shared = cuda.declare_device("gpulib_wmma_load_a_shared", _sig)
     _load_b_shared = cuda.declare_device("gpulib_wmma_load_b_shared", _sig)
-    _cp_async16 = cuda.declare_device("gpulib_cp_async16", types.int32(types.uint64, types.uint64, types.int32))
+    cp_async16 = cuda.declare_device("gpulibcp_async16", types.int32(types.uint64, types.uint64, types.int32))
     async_commit = cuda.declare_device("gpulib_cp_async_commit", types.int32())
     async_wait_all = cuda.declare_device("gpulib_cp_async_wait0", types.int32())
     async_wait_one = cuda.declare_device("gpulib_cp_async_wait1", types.int32())
@@ -168,9 +168,9 @@ if ON_GPU:
         """Start copying src[src_row, src_col:+8] to the shared dst[dst_row, dst_col:+8] (fp16, 16
         bytes) without waiting; if not ``valid`` write 8 zeros instead (src is then not read)."""
         if valid:
-            _cp_async16(_at(dst, dst_row, dst_col, 2), _at(src, src_row, src_col, 2), 16)
+            cp_async16(_at(dst, dst_row, dst_col, 2), _at(src, src_row, src_col, 2), 16)
         else:
-            _cp_async16(_at(dst, dst_row, dst_col, 2), src.ctypes.data, 0)
+            cp_async16(_at(dst, dst_row, dst_col, 2), src.ctypes.data, 0)
 
     @cuda.jit(device=True)
     def load_a_shared(frag, A, row, col):

@@ -1,0 +1,264 @@
+"""16.5 (Hopper): the warpgroup tensor-core instructions from Numba. Four warps (a warpgroup,
+128 threads) multiply a 64xN tile together, their operands read straight from shared memory:
+
+    smem = cuda.shared.array(0, float16)              # dynamic shared memory (wgmma.launch)
+    base = wgmma.aligned_start(smem)                  # first 1024-byte aligned element
+    wgmma.copy16_async(smem, byte, A, row, col, ok)   # 8 fp16 values into a swizzled place
+    wgmma.async_commit(); wgmma.async_wait_one()      # the cp.async groups of wmma.py
+    wgmma.fence_async_proxy()                         # ordinary writes → visible to wgmma
+    cuda.syncthreads()
+    a = wgmma.descriptor(smem, a_byte, 1024)          # 64-bit matrix descriptors (128B swizzle)
+    b = wgmma.descriptor(smem, b_byte, 1024)
+    wgmma.fence()                                     # accumulators ready for the tensor cores
+    wgmma.mma_n128(acc, a, b, 1)                      # acc (64 floats) += A·Bᵀ, asynchronous
+    wgmma.commit()                                    # close this group of multiplies
+    wgmma.wait_one()  /  wgmma.wait_all()             # at most one / no group still running
+    wgmma.store_n128(C, row, col, acc)                # each thread writes its 64 results
+
+A is 64x16 and B is Nx16, both K-major (a row of A and a row of Bᵀ each hold their 16 K values
+in a run), laid out in shared memory as ``smem_layout`` describes: 8-row atoms of 128 bytes
+with the 16-byte chunks of row r XORed by r. A kernel fills a 64-wide K tile at a time
+(``swizzled_byte`` places each 16-byte chunk) and reads it as four K = 16 slices, each
+descriptor's start moved 32 bytes along K. The accumulators are the N/2 fp32 registers per
+thread that ``wgmma_model.accumulator_element`` maps; ``store_n*`` writes them with that map.
+
+Why the fences: cp.async and ordinary stores write shared memory through the "generic proxy",
+wgmma reads it through the "async proxy"; ``fence_async_proxy`` orders the first before the
+second. ``fence`` orders earlier register writes of the accumulators before wgmma uses them.
+``mma_n*`` only starts the multiply: the registers belong to the tensor cores until a
+``wait_*`` says its group is done.
+
+On a GPU every call is one or two PTX instructions in linked CUDA C++ (wgmma.mma_async.sync
+.aligned.m64nNk16.f32.f16.f16, wgmma.fence / commit_group / wait_group, fence.proxy.async,
+cp.async). On the simulator the same calls are emulated with the same arithmetic and layout:
+each thread's ``mma_n*`` reads the fp16 operands through the descriptors out of the shared
+array (``wgmma_model.thread_products``, swizzle included) and adds, in fp32, exactly the
+products its own registers would hold; the copies happen at once and the fences have nothing
+to order. The descriptor carries the same bits on both (its start relative to the shared
+array's first byte on the simulator).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float32, types, uint32, uint64
+
+float16 = types.float16
+
+from gpulib.env import on_gpu
+from gpulib.tensorcore import wgmma_model, wmma
+
+M_TILE, K_TILE, WARPGROUP = wgmma_model.M_TILE, wgmma_model.K_TILE, wgmma_model.THREADS
+ATOM_BYTES = 1024  # 8 rows of 128 bytes: one 128-byte swizzle atom
+SWIZZLE_128B = 1  # the descriptor's swizzle code (smem_layout.SWIZZLES["128B"])
+N_SIZES = (64, 128, 256)  # the N this module offers (the instruction takes any multiple of 8)
+
+
+def _mma_source(n: int) -> str:
+    regs = ", ".join(f"%{i}" for i in range(n // 2))
+    outs = ", ".join(f'"+f"(d[{i}])' for i in range(n // 2))
+    a, b, scale = n // 2, n // 2 + 1, n // 2 + 2
+    return f"""
+extern "C" __device__ int gpulib_wgmma_n{n}(int* ret, unsigned long long acc, unsigned long long a_desc,
+                                           unsigned long long b_desc, int scale_d) {{
+    float* d = reinterpret_cast<float*>(acc);
+    asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{scale}, 0;\\n"
+                 " wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n}}\\n"
+                 : {outs} : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+    return 0;
+}}
+"""
+
+
+SOURCE = r"""
+// gpulib: Hopper's warpgroup MMA (sm_90a) as Numba-callable device functions, Numba's ABI.
+extern "C" __device__ int gpulib_shared_address(unsigned* ret, unsigned long long ptr) {
+    unsigned long long s;
+    asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(ptr));
+    *ret = static_cast<unsigned>(s);
+    return 0;
+}
+extern "C" __device__ int gpulib_wgmma_fence(int* ret) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); return 0; }
+extern "C" __device__ int gpulib_wgmma_commit(int* ret) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); return 0; }
+extern "C" __device__ int gpulib_wgmma_wait0(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); return 0; }
+extern "C" __device__ int gpulib_wgmma_wait1(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); return 0; }
+extern "C" __device__ int gpulib_fence_async_proxy(int* ret) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); return 0; }
+""" + "".join(_mma_source(n) for n in N_SIZES)
+
+ON_GPU = on_gpu()
+
+
+@cuda.jit(device=True)
+def encode(address, stride_byte_offset):
+    """The 64-bit matrix descriptor of a K-major tile at shared byte ``address`` with the 128-byte
+    swizzle (smem_layout.descriptor's bits; the leading byte offset, unused by this layout, 16)."""
+    return (uint64((address >> 4) & 0x3FFF) | uint64(1) << uint64(16)
+            | uint64((stride_byte_offset >> 4) & 0x3FFF) << uint64(32) | uint64(SWIZZLE_128B) << uint64(62))
+
+
+@cuda.jit(device=True)
+def swizzled_byte(row, chunk):
+    """Byte offset, from a 1024-byte aligned tile start, of 16-byte chunk ``chunk`` (0..7: K values
+    8·chunk .. 8·chunk + 7) of row ``row`` in the 128-byte swizzle's K-major layout (rows 128
+    bytes apart, 8-row atoms packed): the chunk lands at chunk XOR (row mod 8)."""
+    return row * 128 + ((chunk ^ (row % 8)) * 16)
+
+
+@cuda.jit(device=True)
+def thread_in_warpgroup():
+    return cuda.threadIdx.x % WARPGROUP
+
+
+def _store(n: int):
+    @cuda.jit(device=True)
+    def store(C, row, col, acc):
+        """C[row:row+64, col:col+N] = this warpgroup's accumulators (each thread its N/2 values,
+        at the places wgmma_model.accumulator_element names), skipping what lies outside C."""
+        t = thread_in_warpgroup()
+        r0 = row + 16 * (t // 32) + (t % 32) // 4
+        c0 = col + 2 * (t % 4)
+        for j in range(n // 8):
+            c = c0 + 8 * j
+            for h in range(2):
+                r = r0 + 8 * h
+                if r < C.shape[0]:
+                    if c < C.shape[1]:
+                        C[r, c] = acc[4 * j + 2 * h]
+                    if c + 1 < C.shape[1]:
+                        C[r, c + 1] = acc[4 * j + 2 * h + 1]
+    return store
+
+
+store_n64, store_n128, store_n256 = (_store(n) for n in N_SIZES)
+
+
+@cuda.jit(device=True)
+def fill(acc, value):
+    for i in range(acc.shape[0]):
+        acc[i] = value
+
+
+if ON_GPU:
+    LINK = wmma.LINK + [cuda.CUSource(SOURCE)]
+    _shared_address = cuda.declare_device("gpulib_shared_address", uint32(uint64))
+    fence = cuda.declare_device("gpulib_wgmma_fence", types.int32())
+    commit = cuda.declare_device("gpulib_wgmma_commit", types.int32())
+    wait_all = cuda.declare_device("gpulib_wgmma_wait0", types.int32())
+    wait_one = cuda.declare_device("gpulib_wgmma_wait1", types.int32())
+    fence_async_proxy = cuda.declare_device("gpulib_fence_async_proxy", types.int32())
+    _mma_sig = types.int32(types.uint64, types.uint64, types.uint64, types.int32)
+    _mma64, _mma128, _mma256 = (cuda.declare_device(f"gpulib_wgmma_n{n}", _mma_sig) for n in N_SIZES)
+
+    @cuda.jit(device=True)
+    def aligned_start(smem):
+        """The first element of the fp16 shared array ``smem`` whose shared address is a multiple
+        of 1024 bytes (swizzle atoms must sit on their own size)."""
+        return ((ATOM_BYTES - _shared_address(smem.ctypes.data) % ATOM_BYTES) % ATOM_BYTES) // 2
+
+    @cuda.jit(device=True)
+    def descriptor(smem, byte, stride_byte_offset):
+        """Descriptor of the K-major 128B-swizzled tile at byte ``byte`` of the shared array."""
+        return encode(_shared_address(smem.ctypes.data) + byte, stride_byte_offset)
+
+    @cuda.jit(device=True)
+    def copy16_async(smem, byte, src, row, col, valid):
+        """Start copying src[row, col:col+8] (fp16, 16 bytes) to byte ``byte`` of the shared array;
+        if not ``valid``, 16 zero bytes instead (src is then not read)."""
+        dst = smem.ctypes.data + byte
+        if valid:
+            wmma.cp_async16(dst, src.ctypes.data + 2 * (row * (src.strides[0] // 2) + col), 16)
+        else:
+            wmma.cp_async16(dst, src.ctypes.data, 0)
+
+    @cuda.jit(device=True)
+    def mma_n64(acc, a_desc, b_desc, scale_d):
+        """acc (32 floats) = A·Bᵀ + (acc if scale_d else 0), N = 64; asynchronous."""
+        _mma64(acc.ctypes.data, a_desc, b_desc, scale_d)
+
+    @cuda.jit(device=True)
+    def mma_n128(acc, a_desc, b_desc, scale_d):
+        """acc (64 floats) = A·Bᵀ + (acc if scale_d else 0), N = 128; asynchronous."""
+        _mma128(acc.ctypes.data, a_desc, b_desc, scale_d)
+
+    @cuda.jit(device=True)
+    def mma_n256(acc, a_desc, b_desc, scale_d):
+        """acc (128 floats) = A·Bᵀ + (acc if scale_d else 0), N = 256; asynchronous."""
+        _mma256(acc.ctypes.data, a_desc, b_desc, scale_d)
+
+else:
+    LINK = []
+
+    class Descriptor(int):
+        """Emulation: the descriptor's 64 bits, and the shared array they point into."""
+
+        memory: np.ndarray
+
+    @cuda.jit(device=True)
+    def aligned_start(smem):
+        """Emulation: the shared array starts the image (byte 0 is aligned)."""
+        return 0
+
+    @cuda.jit(device=True)
+    def descriptor(smem, byte, stride_byte_offset):
+        """Emulation: the same bits, the start counted from the array's first byte."""
+        desc = Descriptor(int(encode(byte, stride_byte_offset)))
+        desc.memory = smem
+        return desc
+
+    @cuda.jit(device=True)
+    def copy16_async(smem, byte, src, row, col, valid):
+        """Emulation: the 8 values (or zeros) are in place at once."""
+        at = byte // 2
+        if valid:
+            smem[at:at + 8] = src[row, col:col + 8]
+        else:
+            smem[at:at + 8] = 0
+
+    def _emulated_mma(n: int):
+        @cuda.jit(device=True)
+        def mma(acc, a_desc, b_desc, scale_d):
+            """Emulation: this thread's N/2 products of the fp16 operands read through the
+            descriptors (fp32 sums), added to acc (or replacing it when scale_d is 0)."""
+            image = np.asarray(a_desc.memory).view(np.uint8)
+            if b_desc.memory is not a_desc.memory:
+                raise ValueError("A and B must lie in the same shared array")
+            products = wgmma_model.thread_products(image, int(a_desc), int(b_desc), n, thread_in_warpgroup())
+            acc[:] = products + (acc if scale_d else np.float32(0.0))
+        return mma
+
+    mma_n64, mma_n128, mma_n256 = (_emulated_mma(n) for n in N_SIZES)
+
+    @cuda.jit(device=True)
+    def fence():
+        pass
+
+    commit = wait_all = wait_one = fence_async_proxy = fence
+
+async_commit, async_wait_one, async_wait_all = wmma.async_commit, wmma.async_wait_one, wmma.async_wait_all
+
+
+def kernel(fn=None, *, max_registers: int | None = None):
+    """``cuda.jit`` for a kernel that calls these functions: links the PTX on a GPU."""
+    if fn is None:
+        return lambda f: kernel(f, max_registers=max_registers)
+    return cuda.jit(link=LINK, max_registers=max_registers)(fn) if ON_GPU else cuda.jit(fn)
+
+
+_OPTED_IN: dict = {}
+
+
+def launch(kernel, grid, block, shared_bytes: int, *args) -> None:
+    """``kernel[grid, block, 0, shared_bytes](*args)`` with dynamic shared memory past the 48 KiB a
+    kernel gets by default: on a GPU the compiled kernel is first allowed ``shared_bytes``
+    (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per compiled specialization."""
+    if ON_GPU and shared_bytes > 48 * 1024:
+        compiled = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+        key = (id(compiled), shared_bytes)
+        if key not in _OPTED_IN:
+            from numba.cuda.cudadrv.driver import binding, driver
+
+            function = compiled._codelibrary.get_cufunc()
+            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            driver.cuKernelSetAttribute(attribute, shared_bytes, function.handle, function.device.id)
+            _OPTED_IN[key] = compiled
+    kernel[grid, block, 0, shared_bytes](*args)

@@ -1,0 +1,137 @@
+"""16.5 (Hopper): the warpgroup MMA API (gpulib/tensorcore/wgmma.py) and tensor-core GEMM v5 on
+it, against NumPy with fp16-rounded operands; the device-side address arithmetic against the
+pure-Python model of the swizzle and the descriptor; on a GPU the SASS holds HGMMA."""
+
+import numpy as np
+import pytest
+
+import gpulib
+from gpulib.env import cuda
+from gpulib.tensorcore import gemm as T
+from gpulib.tensorcore import smem_layout, wgmma
+
+
+def test_swizzled_chunk_places_agree_with_the_model():
+    for row in range(24):
+        for chunk in range(8):
+            assert wgmma.swizzled_byte(row, chunk) == smem_layout.kmajor_offset(row, 8 * chunk, "128B")
+
+
+def test_the_device_descriptor_has_the_models_bits():
+    for start, sbo in ((0, 1024), (32, 1024), (16384 + 96, 2048), (200000, 1024)):
+        assert int(wgmma.encode(start, sbo)) == smem_layout.descriptor(start, 16, sbo, "128B")
+
+
+@cuda.jit(device=True)
+def _fill_tiles(smem, A, Bt, t):
+    for e in range(t, 64 * 8, 128):  # A: 64 rows of 8 chunks, at byte 0
+        wgmma.copy16_async(smem, wgmma.swizzled_byte(e // 8, e % 8), A, e // 8, 8 * (e % 8), True)
+    for e in range(t, Bt.shape[0] * 8, 128):  # Bᵀ after it, at byte 8192
+        wgmma.copy16_async(smem, 8192 + wgmma.swizzled_byte(e // 8, e % 8), Bt, e // 8, 8 * (e % 8), True)
+
+
+@wgmma.kernel
+def _one_warpgroup(A, Bt, C, first_slice, accumulate):
+    """One warpgroup: C = A[:, 16s:+16]·Bt[:, 16s:+16]ᵀ for slice s = first_slice, then (if
+    ``accumulate``) + the next slice, or the next slice alone (scale-d = 0)."""
+    smem = cuda.shared.array(0, wgmma.float16)
+    base = 2 * wgmma.aligned_start(smem)
+    acc = cuda.local.array(64, wgmma.float32)
+    _fill_tiles(smem[base // 2:], A, Bt, cuda.threadIdx.x)
+    wgmma.async_commit()
+    wgmma.async_wait_all()
+    wgmma.fence_async_proxy()
+    cuda.syncthreads()
+    wgmma.fill(acc, wgmma.float32(0.0))
+    wgmma.fence()
+    for s in range(first_slice, first_slice + 2):
+        a = wgmma.descriptor(smem, base + 32 * s, 1024)
+        b = wgmma.descriptor(smem, base + 8192 + 32 * s, 1024)
+        wgmma.mma_n128(acc, a, b, 1 if s == first_slice or accumulate else 0)
+    wgmma.commit()
+    wgmma.wait_all()
+    wgmma.store_n128(C, 0, 0, acc)
+
+
+@pytest.mark.parametrize("accumulate", [True, False])
+def test_one_warpgroup_multiplies_two_slices_read_through_descriptors(rng, accumulate):
+    """Operands placed by 16-byte chunks at their swizzled places, read as K slices 1 and 2 by
+    descriptors whose start moves 32 bytes along K; scale-d = 0 drops what acc held."""
+    A = rng.standard_normal((64, 64)).astype(np.float16)
+    Bt = rng.standard_normal((128, 64)).astype(np.float16)
+    C = gpulib.poisoned((64, 128))
+    wgmma.launch(_one_warpgroup, 1, 128, 8192 + 16384 + 1024, cuda.to_device(A), cuda.to_device(Bt), C, 1,
+                 accumulate)
+    slices = slice(16, 48) if accumulate else slice(32, 48)
+    want = A[:, slices].astype(np.float64) @ Bt[:, slices].astype(np.float64).T
+    gpulib.validate(C, want, scale=np.abs(want).max(), name="one wgmma group")
+
+
+def _check_v5(rng, M, N, K, config):
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
+    A16, Bt16 = A.astype(np.float16), np.ascontiguousarray(B.astype(np.float16).T)
+    C = gpulib.poisoned((M, N))  # any unwritten element fails
+    T.launch_wgmma(cuda.to_device(A16), cuda.to_device(Bt16), C, config)
+    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM v5 ({config})")
+
+
+def test_v5_runs_more_steps_than_its_ring_has_buffers(rng):
+    """K = 328: five full 64-deep tiles and a ragged sixth through a ring of 4 buffers (each is
+    refilled); M = 70 and N = 40 leave most of the block tile outside C."""
+    _check_v5(rng, 70, 40, 328, T.V5_DEFAULT)
+
+
+def test_v5_over_several_blocks(rng):
+    """2 x 2 blocks, ragged in both directions, two steps: a swapped block axis or a lost step
+    leaves poisoned or wrong elements."""
+    _check_v5(rng, 130, 140, 72, T.V5_DEFAULT)
+
+
+@pytest.mark.parametrize("config", [c for c in T.V5_CONFIGS if c != T.V5_DEFAULT])
+def test_every_v5_config_over_two_blocks_of_columns(rng, config):
+    _check_v5(rng, 70, 2 * T.V5_CONFIGS[config][0] - 20, 72, config)
+
+
+def test_matmul_tc_v5_takes_any_shape(rng):
+    A = rng.standard_normal((33, 21)).astype(np.float32)  # K = 21 padded to 24 with zeros
+    B = rng.standard_normal((21, 17)).astype(np.float32)
+    C = T.matmul_tc(A, B, version="v5", out=gpulib.poisoned((33, 17)))
+    scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
+    gpulib.validate(C, T.reference(A, B), scale=scale, name="matmul_tc v5")
+
+
+def test_v5_refuses_what_it_cannot_take():
+    A, Bt = cuda.to_device(np.ones((64, 20), np.float16)), cuda.to_device(np.ones((64, 20), np.float16))
+    with pytest.raises(ValueError, match=r"the same K, a multiple of 8 .*got A16 \(64, 20\) and Bt16 \(64, 20\)"):
+        T.launch_wgmma(A, Bt, cuda.device_array((64, 64), np.float32))
+    A, Bt = cuda.to_device(np.ones((64, 16), np.float16)), cuda.to_device(np.ones((32, 16), np.float16))
+    with pytest.raises(ValueError, match=r"C must be \[M, N\] = \(64, 32\), not \(64, 64\)"):
+        T.launch_wgmma(A, Bt, cuda.device_array((64, 64), np.float32))
+    with pytest.raises(ValueError, match="unknown config 'huge'"):
+        T.launch_wgmma(A, Bt, cuda.device_array((64, 32), np.float32), "huge")
+
+
+def test_operands_in_two_shared_arrays_are_refused_by_the_emulation():
+    if gpulib.on_gpu():
+        pytest.skip("the emulation's check; on a GPU the descriptors hold shared addresses")
+
+    @wgmma.kernel
+    def two_arrays(C):
+        a_tile = cuda.shared.array(4096, wgmma.float16)
+        b_tile = cuda.shared.array(1024, wgmma.float16)
+        acc = cuda.local.array(32, wgmma.float32)
+        wgmma.mma_n64(acc, wgmma.descriptor(a_tile, 0, 1024), wgmma.descriptor(b_tile, 0, 1024), 0)
+
+    with pytest.raises(ValueError, match="A and B must lie in the same shared array"):
+        two_arrays[1, 1](cuda.device_array(1, np.float32))
+
+
+def test_v5_uses_warpgroup_mma_and_async_copies():
+    if not gpulib.on_gpu():
+        pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
+    for config, (kernel, _) in T.V5_KERNELS.items():
+        _check_v5(np.random.default_rng(0), 64, 64, 64, config)
+        sass = "\n".join(kernel.inspect_sass().values())
+        assert "HGMMA" in sass and "LDGSTS" in sass, config
