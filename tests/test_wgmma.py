@@ -67,14 +67,14 @@ def test_one_warpgroup_multiplies_two_slices_read_through_descriptors(rng, accum
     gpulib.validate(C, want, scale=np.abs(want).max(), name="one wgmma group")
 
 
-def _check_v5(rng, M, N, K, config):
+def _check_v5(rng, M, N, K, config, launch=T.launch_wgmma):
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
     A16, Bt16 = A.astype(np.float16), np.ascontiguousarray(B.astype(np.float16).T)
     C = gpulib.poisoned((M, N))  # any unwritten element fails
-    T.launch_wgmma(cuda.to_device(A16), cuda.to_device(Bt16), C, config)
-    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM v5 ({config})")
+    launch(cuda.to_device(A16), cuda.to_device(Bt16), C, config)
+    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {launch.__name__} ({config})")
 
 
 def test_v5_runs_more_steps_than_its_ring_has_buffers(rng):
@@ -94,10 +94,21 @@ def test_every_v5_config_over_two_blocks_of_columns(rng, config):
     _check_v5(rng, 70, 2 * T.V5_CONFIGS[config][0] - 20, 72, config)
 
 
-def test_matmul_tc_v5_takes_any_shape(rng):
+def test_v6_runs_its_ring_of_barriers_through_several_phases(rng):
+    """K = 328: six tiles through 4 buffers, so buffers 0 and 1 are waited on with parity 1;
+    the TMA boxes hang over M = 70 and N = 40 and arrive zero-filled."""
+    _check_v5(rng, 70, 40, 328, "128x128, 4 stages", T.launch_tma)
+
+
+def test_v6_over_several_blocks(rng):
+    _check_v5(rng, 130, 300, 72, T.V6_DEFAULT, T.launch_tma)
+
+
+@pytest.mark.parametrize("version", T.WGMMA_VERSIONS)
+def test_matmul_tc_v5_and_v6_take_any_shape(rng, version):
     A = rng.standard_normal((33, 21)).astype(np.float32)  # K = 21 padded to 24 with zeros
     B = rng.standard_normal((21, 17)).astype(np.float32)
-    C = T.matmul_tc(A, B, version="v5", out=gpulib.poisoned((33, 17)))
+    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((33, 17)))
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
     gpulib.validate(C, T.reference(A, B), scale=scale, name="matmul_tc v5")
 
@@ -111,6 +122,39 @@ def test_v5_refuses_what_it_cannot_take():
         T.launch_wgmma(A, Bt, cuda.device_array((64, 64), np.float32))
     with pytest.raises(ValueError, match="unknown config 'huge'"):
         T.launch_wgmma(A, Bt, cuda.device_array((64, 32), np.float32), "huge")
+    with pytest.raises(ValueError, match="C must be"):
+        T.launch_tma(A, Bt, cuda.device_array((64, 64), np.float32))
+
+
+def test_a_tensor_map_needs_a_2d_fp16_array_of_whole_16_byte_rows():
+    from gpulib.tensorcore import tma
+
+    with pytest.raises(ValueError, match="array must be a 2-D fp16 array, not 2-D float32"):
+        tma.tensor_map(cuda.to_device(np.ones((8, 64), np.float32)), 8)
+    with pytest.raises(ValueError, match="contiguous rows of a multiple of 8 values"):
+        tma.tensor_map(cuda.to_device(np.ones((8, 12), np.float16)), 8)
+    with pytest.raises(ValueError, match="box_rows must be in 1..256, not 300"):
+        tma.tensor_map(cuda.to_device(np.ones((8, 64), np.float16)), 300)
+
+
+def test_a_wait_for_a_phase_that_never_ends_is_an_error_on_the_simulator():
+    if gpulib.on_gpu():
+        pytest.skip("on a GPU the wait would hang: this is the emulation's guard")
+    from gpulib.tensorcore import tma
+
+    @tma.kernel
+    def never(out):
+        bars = cuda.shared.array(1, np.uint64)
+        tma.init(bars, 0, 1)
+        tma.expect(bars, 0, 1024)  # bytes announced, no load brings them
+        tma.wait(bars, 0, 0)
+
+    tma.WAIT_LIMIT_S, old = 0.2, tma.WAIT_LIMIT_S
+    try:
+        with pytest.raises(RuntimeError, match="phase parity 0 never finished"):
+            never[1, 1](cuda.device_array(1, np.float32))
+    finally:
+        tma.WAIT_LIMIT_S = old
 
 
 def test_operands_in_two_shared_arrays_are_refused_by_the_emulation():
@@ -135,3 +179,7 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config)
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "LDGSTS" in sass, config
+    for config, (kernel, _) in T.V6_KERNELS.items():
+        _check_v5(np.random.default_rng(0), 64, 64, 64, config, T.launch_tma)
+        sass = "\n".join(kernel.inspect_sass().values())
+        assert "HGMMA" in sass and "UTMALDG" in sass and "LDGSTS" not in sass, config

@@ -14,7 +14,7 @@ or read from benchmarks/results/cudnn_tensorcore.json.
     resources      what the compiler gave each tensor-core kernel (registers, local memory,
                    shared memory, blocks per SM), and conv v2 timed with and without its
                    register cap (``measure_part("resources")`` adds it to stored results)
-    wgmma          tensor-core GEMM v5 (Hopper's warpgroup MMA) in each of its configs against
+    wgmma          tensor-core GEMM v5 and v6 (Hopper's warpgroup MMA; v6 with TMA) in each config against
                    cuBLAS fp16 on the same C = A·Bᵀ at 4096³ and 8192³, v4 (WMMA) and cuBLAS on
                    C = A·B at 4096³ in the same run, and each v5 kernel's registers, shared
                    memory and SASS (HGMMA, LDGSTS, BAR) (``--part wgmma``)
@@ -252,13 +252,13 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
 
 
 WGMMA_SIZES = (4096, 8192)
-WGMMA_SASS = ("HGMMA", "LDGSTS", "BAR", "all")
+WGMMA_SASS = ("HGMMA", "LDGSTS", "UTMALDG", "SYNCS", "BAR", "all")
 
 
 def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
-    """GEMM v5 (wgmma) in each config against cuBLAS fp16 (CuPy) on C = A·Bᵀ, fp16 operands,
-    every row checked against float64 first; v4 (WMMA) against cuBLAS on C = A·B at the first
-    size; each v5 kernel's resources and SASS counts."""
+    """GEMM v5 (wgmma, cp.async) and v6 (wgmma, TMA) in each config against cuBLAS fp16 (CuPy) on
+    C = A·Bᵀ, fp16 operands, every row checked against float64 first; v4 (WMMA) against cuBLAS
+    on C = A·B at the first size; each kernel's resources and SASS counts."""
     import cupy
 
     rng = np.random.default_rng(16)
@@ -272,12 +272,14 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         flop = 2.0 * S**3
         A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(Bt)
         rows = []
-        for config in TG.V5_KERNELS:
-            C = poisoned((S, S))
-            rows.append(M.checked_row(f"gpulib tensor-core GEMM v5 (wgmma), {config}",
-                                      lambda: TG.launch_wgmma(A_dev, Bt_dev, C, config), want, out=C, flop=flop,
-                                      scale=scale, repeat=repeat))
-            del C
+        for version, launch, configs in (("v5 (wgmma, cp.async)", TG.launch_wgmma, TG.V5_KERNELS),
+                                         ("v6 (wgmma, TMA)", TG.launch_tma, TG.V6_KERNELS)):
+            for config in configs:
+                C = poisoned((S, S))
+                rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}, {config}",
+                                          lambda: launch(A_dev, Bt_dev, C, config), want, out=C, flop=flop,
+                                          scale=scale, repeat=repeat))
+                del C
         cC = cupy.empty((S, S), cupy.float16)
         rows.append(M.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
                                   flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
@@ -294,9 +296,10 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
             del C, B_dev, cB
         out.append(entry)
         del A_dev, Bt_dev, cA, cBt, cC
-    kernels = {config: dict(M.kernel_resources(kernel, TG.V5_THREADS), dynamic_shared_bytes=shared,
-                            sass=M.sass_mix(kernel, WGMMA_SASS))
-               for config, (kernel, shared) in TG.V5_KERNELS.items()}
+    kernels = {f"{version} {config}": dict(M.kernel_resources(kernel, TG.V5_THREADS), dynamic_shared_bytes=shared,
+                                           sass=M.sass_mix(kernel, WGMMA_SASS))
+               for version, table in (("v5", TG.V5_KERNELS), ("v6", TG.V6_KERNELS))
+               for config, (kernel, shared) in table.items()}
     return dict(M.header(repeat), sizes=out, kernels=kernels)
 
 
@@ -308,10 +311,10 @@ def wgmma_table(r: dict) -> str:
         lines += M.rows_table(entry["rows"], "cuBLAS", width=58, indent="    ")
         if "wmma_rows" in entry:
             lines += M.rows_table(entry["wmma_rows"], "cuBLAS", width=58, indent="    ")
-    lines.append(f"  {'v5 kernel':<20} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
+    lines.append(f"  {'kernel':<23} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
     for config, k in r["kernels"].items():
         sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())
-        lines.append(f"  {config:<20} {k['registers']:>9} {k['local_bytes']:>8} {k['dynamic_shared_bytes']:>14} "
+        lines.append(f"  {config:<23} {k['registers']:>9} {k['local_bytes']:>8} {k['dynamic_shared_bytes']:>14} "
                      f"{k['blocks_per_sm']:>10}  {sass}")
     return "\n".join(lines)
 

@@ -22,6 +22,11 @@
                 group of multiplies left running while the next is issued. It multiplies
                 A [M, K] by Bᵀ given as [N, K] (both K-major, as wgmma reads fp16 from shared
                 memory without a transpose; nn.Linear keeps its weights this way).
+    version 6   version 5 with the tiles brought by the tensor memory accelerator (tma.py):
+                one thread asks for each 64-deep tile of A and of Bᵀ (the copy engine swizzles
+                it and fills what lies outside the matrices with zeros), one mbarrier per buffer
+                says when its bytes have landed, and the ring is kept STAGES - 1 tiles ahead.
+                The other 255 threads issue no copies and no address arithmetic.
 
 Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
 multiples of 16 (zeros add nothing to the products) and crops C back; version 5 needs only K a
@@ -31,17 +36,17 @@ multiple of 8 (whole 16-byte copies) and writes C's edges itself.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, types
+from numba import cuda, float32, types, uint64
 
 from gpulib.arrays import blocks, output, require, to_device, to_host
-from gpulib.tensorcore import wgmma, wmma
+from gpulib.tensorcore import tma, wgmma, wmma
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE  # constants
 
 float16 = types.float16
 
 WARPS = 4  # warps per block, stacked along the rows of C
 VERSIONS = ("v1", "v2", "v3", "v4")  # WMMA (warp-level), B given as [K, N]
-WGMMA_VERSIONS = ("v5",)  # warpgroup MMA, B given as Bᵀ [N, K]
+WGMMA_VERSIONS = ("v5", "v6")  # warpgroup MMA, B given as Bᵀ [N, K]
 
 
 @wmma.kernel
@@ -288,11 +293,68 @@ def make_tc_gemm_v5(bn: int, stages: int):
 V5_KERNELS = {name: make_tc_gemm_v5(*config) for name, config in V5_CONFIGS.items()}
 
 
-def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):
-    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 5 on device operands (fp16, rows
-    contiguous); K must be a multiple of 8: every copy moves a whole 16-byte chunk."""
-    if config not in V5_KERNELS:
-        raise ValueError(f"unknown config {config!r}; choose one of {tuple(V5_KERNELS)}")
+V6_CONFIGS = {"128x128, 4 stages": (128, 4), "128x256, 4 stages": (256, 4)}
+V6_DEFAULT = "128x256, 4 stages"
+
+
+def make_tc_gemm_v6(bn: int, stages: int):
+    """Version 6 for a 128 x ``bn`` block tile and ``stages`` buffers; returns (kernel, shared bytes)."""
+    mma = {64: wgmma.mma_n64, 128: wgmma.mma_n128, 256: wgmma.mma_n256}[bn]
+    store = {64: wgmma.store_n64, 128: wgmma.store_n128, 256: wgmma.store_n256}[bn]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+
+    @cuda.jit(device=True)
+    def request(smem, base, bars, a_map, b_map, row0, col0, tile):
+        """(One thread) announce a tile's bytes on its buffer's barrier and ask TMA for A's and Bᵀ's boxes."""
+        s = tile % stages
+        tma.expect(bars, s, stage_bytes)
+        tma.load(smem, base + s * stage_bytes, a_map, row0, tile * V5_BK, bars, s)
+        tma.load(smem, base + s * stage_bytes + a_bytes, b_map, col0, tile * V5_BK, bars, s)
+
+    @tma.kernel
+    def tc_gemm_v6_kernel(a_map, b_map, C, K):
+        """Block (bx, by) owns C[128·by : +128, bn·bx : +bn]; warpgroup g its rows 64g .. 64g + 63."""
+        smem = cuda.shared.array(0, float16)
+        bars = cuda.shared.array(stages, uint64)
+        base = 2 * wgmma.aligned_start(smem)
+        acc = cuda.local.array(bn // 2, float32)
+        t = cuda.threadIdx.x
+        group = t // wgmma.WARPGROUP
+        row0, col0 = cuda.blockIdx.y * V5_BM, cuda.blockIdx.x * bn
+        steps = (K + V5_BK - 1) // V5_BK
+        if t == 0:
+            for s in range(stages):
+                tma.init(bars, s, 1)  # one arrival per phase: the thread that asks for the tile
+        tma.fence_init()
+        cuda.syncthreads()
+        if t == 0:
+            for tile in range(min(stages - 1, steps)):
+                request(smem, base, bars, a_map, b_map, row0, col0, tile)
+        wgmma.fill(acc, float32(0.0))
+        for step in range(steps):
+            tma.wait(bars, step % stages, (step // stages) % 2)  # this tile's bytes have landed
+            wgmma.fence()
+            stage = base + step % stages * stage_bytes
+            for kk in range(V5_BK // wgmma.K_TILE):
+                a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
+                b = wgmma.descriptor(smem, stage + a_bytes + 32 * kk, wgmma.ATOM_BYTES)
+                mma(acc, a, b, 1)
+            wgmma.commit()
+            wgmma.wait_one()  # this warpgroup's multiplies of tile step - 1 are done
+            cuda.syncthreads()  # ... and every warpgroup's: that buffer may be refilled
+            if t == 0 and step + stages - 1 < steps:
+                request(smem, base, bars, a_map, b_map, row0, col0, step + stages - 1)
+        wgmma.wait_all()
+        store(C, row0 + wgmma.M_TILE * group, col0, acc)
+
+    return tc_gemm_v6_kernel, stages * stage_bytes + wgmma.ATOM_BYTES
+
+
+V6_KERNELS = {name: make_tc_gemm_v6(*config) for name, config in V6_CONFIGS.items()}
+
+
+def _check_wgmma_operands(A16, Bt16, C):
     M, K = A16.shape
     N = Bt16.shape[0]
     if K % 8 or Bt16.shape[1] != K:
@@ -300,9 +362,43 @@ def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):
                          f"got A16 {tuple(A16.shape)} and Bt16 {tuple(Bt16.shape)}")
     if tuple(C.shape) != (M, N):
         raise ValueError(f"C must be [M, N] = {(M, N)}, not {tuple(C.shape)}")
+
+
+_MAPS: dict = {}
+
+
+def _tensor_map(array, box_rows: int):
+    """A tensor map per (address, shape, box) on a GPU, made once: the map depends on nothing else."""
+    if not wgmma.ON_GPU:
+        return tma.tensor_map(array, box_rows)
+    key = (array.__cuda_array_interface__["data"][0], tuple(array.shape), box_rows)
+    if key not in _MAPS:
+        _MAPS[key] = tma.tensor_map(array, box_rows)
+    return _MAPS[key]
+
+
+def launch_tma(A16, Bt16, C, config: str = V6_DEFAULT):
+    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 6 (TMA) on device operands (fp16,
+    rows contiguous, K a multiple of 8)."""
+    if config not in V6_KERNELS:
+        raise ValueError(f"unknown config {config!r}; choose one of {tuple(V6_KERNELS)}")
+    _check_wgmma_operands(A16, Bt16, C)
+    kernel, shared = V6_KERNELS[config]
+    bn = V6_CONFIGS[config][0]
+    M, K = A16.shape
+    grid = (blocks(Bt16.shape[0], bn), blocks(M, V5_BM))
+    wgmma.launch(kernel, grid, V5_THREADS, shared, _tensor_map(A16, V5_BM), _tensor_map(Bt16, bn), C, K)
+
+
+def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):
+    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 5 on device operands (fp16, rows
+    contiguous); K must be a multiple of 8: every copy moves a whole 16-byte chunk."""
+    if config not in V5_KERNELS:
+        raise ValueError(f"unknown config {config!r}; choose one of {tuple(V5_KERNELS)}")
+    _check_wgmma_operands(A16, Bt16, C)
     kernel, shared = V5_KERNELS[config]
     bn = V5_CONFIGS[config][0]
-    wgmma.launch(kernel, (blocks(N, bn), blocks(M, V5_BM)), V5_THREADS, shared, A16, Bt16, C)
+    wgmma.launch(kernel, (blocks(Bt16.shape[0], bn), blocks(A16.shape[0], V5_BM)), V5_THREADS, shared, A16, Bt16, C)
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
@@ -352,7 +448,7 @@ def matmul_tc(A, B, *, version: str = "v2", out=None):
         K8 = blocks(A.shape[1], 8) * 8  # zero columns of K up to whole 16-byte chunks
         A16, Bt16 = (np.zeros((a.shape[0], K8), np.float16) for a in (A, Bt))
         A16[:, :A.shape[1]], Bt16[:, :A.shape[1]] = to_host(A), Bt
-        launch_wgmma(to_device(A16), to_device(Bt16), C)
+        (launch_wgmma if version == "v5" else launch_tma)(to_device(A16), to_device(Bt16), C)
         return C
     A16, B16 = _padded(np.asarray(to_host(A), np.float16)), _padded(np.asarray(to_host(B), np.float16))
     C16 = cuda.device_array((A16.shape[0], B16.shape[1]), np.float32)

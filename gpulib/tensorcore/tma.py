@@ -1,0 +1,238 @@
+"""16.5 (Hopper): the tensor memory accelerator (TMA) and shared-memory barriers (mbarrier) from
+Numba. One thread asks the copy engine for a whole tile; the others wait on a barrier:
+
+    bars = cuda.shared.array(STAGES, uint64)        # one 8-byte barrier per buffer
+    if t == 0:
+        tma.init(bars, s, 1)                        # one arrival (the thread that asks) per phase
+    tma.fence_init(); cuda.syncthreads()
+    if t == 0:
+        tma.expect(bars, s, nbytes)                 # arrive; the phase also waits for nbytes
+        tma.load(smem, byte, a_map, row, col, bars, s)   # a [box_rows, 64] tile of A, swizzled
+    tma.wait(bars, s, phase)                        # until phase ``phase`` (0, 1, 0, ...) is over
+
+``tensor_map(A, box_rows)`` describes, on the host, a 2-D fp16 array with rows of K values
+(K a multiple of 8) and the box one load moves: ``box_rows`` rows by 64 values (128 bytes),
+put into shared memory in the 128-byte swizzle, the layout wgmma.py's descriptors name (the
+same places ``wgmma.swizzled_byte`` gives cp.async chunks). Parts of the box outside the array
+arrive as zeros: a tile needs no bounds tests.
+
+A barrier counts arrivals and bytes: a phase ends when its expected arrivals have arrived and
+the bytes announced by ``expect`` have landed. Its phase bit then flips; ``wait(…, phase)``
+returns once the phase with that parity is over. A ring of buffers is therefore waited on with
+the parity (step // STAGES) % 2.
+
+On a GPU: inline PTX in linked CUDA C++ (mbarrier.init / arrive.expect_tx / try_wait.parity,
+cp.async.bulk.tensor.2d with mbarrier::complete_tx::bytes), and the tensor map made by the
+driver's cuTensorMapEncodeTiled and kept in a 128-byte device array. On the simulator the load
+happens at once (box placed with the swizzle, zeros outside), a barrier counts finished phases,
+and a wait for a phase that has not finished raises instead of hanging.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, types, uint64
+
+from gpulib.env import on_gpu
+from gpulib.tensorcore import wgmma
+
+WAIT_LIMIT_S = 20.0  # the simulator's longest wait on a barrier
+BOX_K = 64  # values of K per box row: one 128-byte swizzle row
+MAX_BOX_ROWS = 256
+
+SOURCE = r"""
+// gpulib: mbarrier and TMA (sm_90) as Numba-callable device functions, Numba's ABI.
+__device__ unsigned gpulib_smem(unsigned long long p) {
+    unsigned long long s; asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(p)); return static_cast<unsigned>(s);
+}
+extern "C" __device__ int gpulib_mbarrier_init(int* ret, unsigned long long bar, int count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(gpulib_smem(bar)), "r"(count) : "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_fence_barrier_init(int* ret) {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_mbarrier_expect(int* ret, unsigned long long bar, int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(gpulib_smem(bar)), "r"(bytes) : "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_mbarrier_wait(int* ret, unsigned long long bar, int phase) {
+    unsigned addr = gpulib_smem(bar), done = 0;
+    while (!done) {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(addr), "r"(phase) : "memory");
+    }
+    return 0;
+}
+extern "C" __device__ int gpulib_tma_load_2d(int* ret, unsigned long long dst, unsigned long long map,
+                                             int col, int row, unsigned long long bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                 :: "r"(gpulib_smem(dst)), "l"(map), "r"(col), "r"(row), "r"(gpulib_smem(bar)) : "memory");
+    return 0;
+}
+"""
+
+ON_GPU = on_gpu()
+
+
+def _check_operand(array, name: str, box_rows: int) -> None:
+    shape, dtype = tuple(array.shape), np.dtype(array.dtype)
+    if len(shape) != 2 or dtype != np.float16:
+        raise ValueError(f"{name} must be a 2-D fp16 array, not {len(shape)}-D {dtype.name}")
+    if shape[1] % 8 or array.strides != (2 * shape[1], 2):
+        raise ValueError(f"{name} must have contiguous rows of a multiple of 8 values (TMA moves 16-byte "
+                         f"multiples), not shape {shape} with strides {array.strides}")
+    if not 1 <= box_rows <= MAX_BOX_ROWS:
+        raise ValueError(f"box_rows must be in 1..{MAX_BOX_ROWS}, not {box_rows}")
+
+
+if ON_GPU:
+    LINK = [cuda.CUSource(SOURCE)]
+    _init = cuda.declare_device("gpulib_mbarrier_init", types.int32(uint64, types.int32))
+    fence_init = cuda.declare_device("gpulib_fence_barrier_init", types.int32())
+    _expect = cuda.declare_device("gpulib_mbarrier_expect", types.int32(uint64, types.int32))
+    _wait = cuda.declare_device("gpulib_mbarrier_wait", types.int32(uint64, types.int32))
+    _load = cuda.declare_device("gpulib_tma_load_2d",
+                                types.int32(uint64, uint64, types.int32, types.int32, uint64))
+
+    class TensorMap:
+        """The driver's 128-byte tensor map of ``array`` in device memory (a kernel argument). It
+        holds the array's address: the caller keeps the array alive while the map is used."""
+
+        def __init__(self, array, box_rows: int):
+            from cuda.bindings import driver as cu
+
+            _check_operand(array, "array", box_rows)
+            rows, k = array.shape
+            error, encoded = cu.cuTensorMapEncodeTiled(
+                cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                array.__cuda_array_interface__["data"][0], [k, rows], [2 * k], [BOX_K, box_rows], [1, 1],
+                cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+                cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+                cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+            if error != cu.CUresult.CUDA_SUCCESS:
+                raise ValueError(f"the driver refused a tensor map of {tuple(array.shape)} with {box_rows}-row boxes: {error}")
+            self.box_rows = box_rows
+            self.map = cuda.to_device(np.array(encoded.opaque, np.uint64))
+
+        @property
+        def __cuda_array_interface__(self):
+            return self.map.__cuda_array_interface__
+
+    @cuda.jit(device=True)
+    def _at(bars, s):
+        return bars.ctypes.data + 8 * s
+
+    @cuda.jit(device=True)
+    def init(bars, s, count):
+        """Barrier ``s`` of the shared uint64 array expects ``count`` arrivals per phase."""
+        _init(_at(bars, s), count)
+
+    @cuda.jit(device=True)
+    def expect(bars, s, nbytes):
+        """Arrive at barrier ``s`` and add ``nbytes`` to what its phase waits for."""
+        _expect(_at(bars, s), nbytes)
+
+    @cuda.jit(device=True)
+    def wait(bars, s, phase):
+        """Return once the phase of barrier ``s`` with parity ``phase`` is over."""
+        _wait(_at(bars, s), phase)
+
+    @cuda.jit(device=True)
+    def load(smem, byte, tensor_map, row, col, bars, s):
+        """Ask the copy engine for the box at (row, col) of the mapped array, written to byte ``byte``
+        of the shared array (1024-byte aligned) in the 128B swizzle; barrier ``s`` counts its bytes."""
+        _load(smem.ctypes.data + byte, tensor_map.ctypes.data, col, row, _at(bars, s))
+
+else:
+    LINK = []
+
+    class TensorMap:
+        """Emulation: the array and the box, read by ``load``."""
+
+        def __init__(self, array, box_rows: int):
+            _check_operand(array, "array", box_rows)
+            self.array, self.box_rows = array, box_rows
+
+    class _Barrier:
+        """Arrivals and bytes still owed in the phase under way, and how many phases are over."""
+
+        def __init__(self, count):
+            import threading
+
+            self.count, self.arrived, self.pending, self.phases = count, 0, 0, 0
+            self.lock = threading.Lock()
+
+        def add(self, arrivals: int, nbytes: int) -> None:
+            with self.lock:
+                self.arrived += arrivals
+                self.pending += nbytes
+                if self.arrived == self.count and self.pending == 0:
+                    self.arrived = 0
+                    self.phases += 1
+
+    _BARRIERS: dict = {}
+
+    def _barrier(bars, s):
+        return _BARRIERS[(id(bars), s)]
+
+    @cuda.jit(device=True)
+    def init(bars, s, count):
+        """Emulation: a barrier with no finished phase."""
+        _BARRIERS[(id(bars), s)] = _Barrier(count)
+
+    @cuda.jit(device=True)
+    def fence_init():
+        pass
+
+    @cuda.jit(device=True)
+    def expect(bars, s, nbytes):
+        """Emulation: one arrival, and ``nbytes`` owed until loads deliver them."""
+        _barrier(bars, s).add(1, nbytes)
+
+    @cuda.jit(device=True)
+    def wait(bars, s, phase):
+        """Emulation: as try_wait.parity, done once the phase under way has the other parity (the
+        other threads are Python threads: wait for them); after WAIT_LIMIT_S, an error, not a hang."""
+        import time
+
+        barrier, start = _barrier(bars, s), time.monotonic()
+        while barrier.phases % 2 == phase:
+            if time.monotonic() - start > WAIT_LIMIT_S:
+                raise RuntimeError(f"barrier {s}: phase parity {phase} never finished ({barrier.phases} phases "
+                                   "over); on a GPU this wait would never end")
+            time.sleep(0.0005)
+
+    @cuda.jit(device=True)
+    def load(smem, byte, tensor_map, row, col, bars, s):
+        """Emulation: the box (zeros outside the array) placed chunk by chunk at its swizzled place."""
+        source = np.asarray(tensor_map.array)
+        rows = tensor_map.box_rows
+        box = np.zeros((rows, BOX_K), np.float16)
+        part = source[row:row + rows, col:col + BOX_K]
+        box[:part.shape[0], :part.shape[1]] = part
+        r = np.arange(rows)[:, None]
+        chunks = np.arange(BOX_K // 8)[None, :]
+        at = (byte + r * 128 + (chunks ^ (r % 8)) * 16) // 2
+        memory = np.asarray(smem)
+        for i in range(8):
+            memory[at + i] = box[:, i::8]
+        _barrier(bars, s).add(0, -box.nbytes)  # the whole box counts, zeros included, as on a GPU
+
+
+def tensor_map(array, box_rows: int) -> TensorMap:
+    """The tensor map of a 2-D fp16 device array (rows of K values, K a multiple of 8) for boxes of
+    ``box_rows`` x 64 values in the 128-byte swizzle. ValueError for anything else."""
+    return TensorMap(array, box_rows)
+
+
+LINK_ALL = wgmma.LINK + LINK
+
+
+def kernel(fn=None, *, max_registers: int | None = None):
+    """``cuda.jit`` for a kernel that calls these and wgmma.py's functions (links both)."""
+    if fn is None:
+        return lambda f: kernel(f, max_registers=max_registers)
+    return cuda.jit(link=LINK_ALL, max_registers=max_registers)(fn) if ON_GPU else cuda.jit(fn)
