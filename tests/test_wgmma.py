@@ -183,3 +183,25 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config, T.launch_tma)
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "LDGSTS" not in sass, config
+
+
+@pytest.mark.parametrize("padding, stride", [(1, 1), (2, 2)])
+def test_wgmma_conv_is_the_fp16_convolution(rng, padding, stride):
+    """Conv v3: C = 5 padded to 8, R·S·C8 = 72 or 200 (ragged 64-deep steps, several (r, s) per
+    step), K = 70 over two blocks of 64 filters, 2 images; its own NHWC output poisoned."""
+    from gpulib import reference as ref
+    from gpulib.tensorcore import conv as TC
+
+    R = 3 if stride == 1 else 5
+    X = rng.standard_normal((2, 5, 9, 8)).astype(np.float32)
+    W = rng.standard_normal((70, 5, R, R)).astype(np.float32)
+    b = rng.standard_normal(70).astype(np.float32)
+    want = TC.reference(X, W, b, padding, stride)
+    Xn, Wk, bias = TC.wgmma_operands(X, W, b)
+    N, K, Ho, Wo = want.shape
+    Yn = gpulib.poisoned((N * Ho * Wo, K))
+    TC.launch_wgmma(Xn, Wk, bias, Yn, (2, 9, 8, R, R), padding, stride)
+    scale = ref.conv2d_magnitude(X, W, b, padding, stride).max()
+    gpulib.validate(TC.nhwc_rows_to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v3")
+    with pytest.raises(ValueError, match=r"Y must be \[N·H'·W', K\]"):
+        TC.launch_wgmma(Xn, Wk, bias, gpulib.poisoned((N * Ho * Wo, K + 1)), (2, 9, 8, R, R), padding, stride)

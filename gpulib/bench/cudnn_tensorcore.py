@@ -95,6 +95,12 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
                                    lambda: TC.launch_nhwc(X2, Wt, bias_rows, Yn, shape, L["padding"], L["stride"]),
                                    want, out=Yn, view=lambda Yn: TC.nhwc_rows_to_nchw(Yn, want.shape),
                                    flop=conv_flop, scale=scale, repeat=repeat))
+    Xw, Wk, bias = TC.wgmma_operands(X, W, b)
+    Yw = poisoned((N * Ho * Wo, K))
+    conv_rows.append(M.checked_row("gpulib tensor-core conv v3 (NHWC, wgmma, fp16)",
+                                   lambda: TC.launch_wgmma(Xw, Wk, bias, Yw, shape, L["padding"], L["stride"]),
+                                   want, out=Yw, view=lambda Yw: TC.nhwc_rows_to_nchw(Yw, want.shape),
+                                   flop=conv_flop, scale=scale, repeat=repeat))
     library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
     conv_rows.append(M.checked_row(library, run, want, flop=conv_flop, scale=scale, rtol=3e-3, repeat=repeat))
     return dict(gemm=dict(size=S, library=gemm_rows[-1]["name"], rows=M.with_ratio(gemm_rows, gemm_rows[-1]["ms"])),

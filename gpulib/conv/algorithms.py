@@ -18,6 +18,8 @@ benchmarks all read this table; adding an algorithm is adding one entry.
                            batched GEMM v5 launch, launches bound per layer shape
     tc_implicit_gemm       16.5, implicit GEMM on the tensor cores, NCHW, fp16 in, fp32 sums
     tc_implicit_gemm_nhwc  16.5, the same in NHWC with asynchronous copies
+    tc_implicit_gemm_wgmma 16.5, the NHWC form on Hopper's warpgroup MMA (needs compute
+                           capability 9.0 on a GPU; the simulator emulates it)
 
 ``conv2d(X, W, b, padding, stride, algorithm=name)`` runs any of them; ``algorithm="auto"``
 runs the auto-tuner's cached pick for the layer's shape.
@@ -100,6 +102,9 @@ _TABLE = [
     Algorithm("tc_implicit_gemm_nhwc", "tensor-core implicit GEMM (NHWC)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
               partial(tensorcore_conv.conv2d_tc, version="v2"), _any_layer,
               partial(tensorcore_conv.workspace_bytes, version="v2"), direct_multiplications, precision="fp16"),
+    Algorithm("tc_implicit_gemm_wgmma", "tensor-core implicit GEMM (NHWC, wgmma)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
+              partial(tensorcore_conv.conv2d_tc, version="v3"), tensorcore_conv.supports_wgmma,
+              partial(tensorcore_conv.workspace_bytes, version="v3"), direct_multiplications, precision="fp16"),
 ]
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}
 NAMES = tuple(ALGORITHMS)

@@ -17,6 +17,15 @@ shared tiles overlap the copies of the next step with the tensor-core work (tens
 version 4's pipeline), the accumulators start from the bias (``wmma.load_c``: D = A·B + C),
 and every warp stores its 16x16 tiles straight into Y, which is NHWC. C must be a multiple of
 8 and K of 16; ``conv2d_tc`` pads both with zeros and converts NCHW in and out.
+
+Version 3 is version 2 on Hopper's warpgroup MMA (tensor-core GEMM v5's structure, wgmma.py):
+Y [N·H'·W', K] = X_col [N·H'·W', R·S·C] · Wk [K, R·S·C]ᵀ with the filters K-major (each
+filter's (r, s, c) values in a run, "KRSC"), so both operands are K-major as wgmma reads fp16
+from shared memory. A block of 2 warpgroups owns 128 output pixels x 64 filters; per 64-deep
+step it gathers the X_col tile with 16-byte cp.async copies (8 channels of one input pixel,
+zeros where the window leaves the image) and copies Wk's tile, both into the 128-byte swizzled
+layout of a ring of 4 buffers; the accumulators start from the bias, and each thread stores its
+32 results straight into Y (NHWC, any K: nothing padded but C to a multiple of 8).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from gpulib import reference as ref
 from gpulib.arrays import blocks, output, to_device, to_host
 from gpulib.conv.implicit_gemm import device_row_table
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
-from gpulib.tensorcore import wmma
+from gpulib.tensorcore import wgmma, wmma
 from gpulib.tensorcore.gemm import warp_mma, warp_store
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE
 
@@ -155,6 +164,95 @@ def tc_conv_nhwc_kernel(X, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride):
     warp_store(Y, acc, row0 + wy, col0 + wx, 4, 2)
 
 
+V3_BM, V3_BN, V3_BK, V3_STAGES = 128, 64, 64, 4  # pixels x filters x (r, s, c); buffers in the ring
+V3_THREADS = 2 * wgmma.WARPGROUP
+V3_A_BYTES = V3_BM * V3_BK * 2
+V3_STAGE_BYTES = V3_A_BYTES + V3_BN * V3_BK * 2
+V3_SHARED = V3_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
+
+
+@cuda.jit(device=True)
+def _issue_wgmma_tiles(smem, stage, X, Wk, pix_n, pix_y, pix_x, k0, col0, S, H, Wd, t):
+    """Start the copies of step k0's X_col tile (this block's 128 pixels, (r, s, c) columns k0:+64)
+    and Wk[col0:+64, k0:+64] into buffer ``stage``, each 16-byte chunk at its swizzled place: 4
+    chunks of X (8 channels of one input pixel each) and 2 of Wk per thread."""
+    C = X.shape[1]
+    RSC = Wk.shape[1]
+    chunk = t % 8
+    k = k0 + 8 * chunk  # this thread's 8 channels: one (r, s), channels c:c+8
+    rs, c = k // C, k % C
+    r, s = rs // S, rs % S
+    for i in range(4):
+        row = t // 8 + 32 * i
+        iy, ix = pix_y[i] + r, pix_x[i] + s
+        inside = k < RSC and pix_n[i] >= 0 and 0 <= iy < H and 0 <= ix < Wd
+        wgmma.copy16_async(smem, stage + wgmma.swizzled_byte(row, chunk), X, (pix_n[i] * H + iy) * Wd + ix, c, inside)
+    for i in range(2):
+        row = t // 8 + 32 * i
+        wgmma.copy16_async(smem, stage + V3_A_BYTES + wgmma.swizzled_byte(row, chunk), Wk, col0 + row, k,
+                           col0 + row < Wk.shape[0] and k < RSC)
+
+
+@cuda.jit(device=True)
+def _bias_n64(acc, bias, col0):
+    """Every accumulator starts as its column's bias (D = A·B + C, C = the bias row)."""
+    i = wgmma.thread_in_warpgroup() % 4
+    for j in range(8):
+        for h in range(2):
+            col = col0 + 8 * j + 2 * i + h
+            value = bias[col] if col < bias.shape[0] else float32(0.0)
+            acc[4 * j + h] = value
+            acc[4 * j + 2 + h] = value
+
+
+@wgmma.kernel
+def tc_conv_wgmma_kernel(X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride):
+    """X [N·H·W, C] (NHWC, fp16, C a multiple of 8), Wk [K, R·S·C] (KRSC, fp16), bias [K] fp32,
+    Y [N·H'·W', K] fp32. Block (bx, by): output pixels 128·bx:+128, filters 64·by:+64."""
+    smem = cuda.shared.array(0, float16)
+    base = 2 * wgmma.aligned_start(smem)
+    acc = cuda.local.array(V3_BN // 2, float32)
+    pix_n = cuda.local.array(4, types.int32)  # the 4 output pixels this thread gathers for
+    pix_y = cuda.local.array(4, types.int32)  # (their window's top-left corner in X)
+    pix_x = cuda.local.array(4, types.int32)
+    t = cuda.threadIdx.x
+    group = t // wgmma.WARPGROUP
+    row0, col0 = cuda.blockIdx.x * V3_BM, cuda.blockIdx.y * V3_BN
+    npix = Y.shape[0]
+    for i in range(4):
+        m = row0 + t // 8 + 32 * i
+        p = m % (Ho * Wo)
+        pix_n[i] = m // (Ho * Wo) if m < npix else -1
+        pix_y[i] = (p // Wo) * stride - padding
+        pix_x[i] = (p % Wo) * stride - padding
+    steps = (Wk.shape[1] + V3_BK - 1) // V3_BK
+    for s in range(V3_STAGES - 2):
+        if s < steps:
+            _issue_wgmma_tiles(smem, base + s * V3_STAGE_BYTES, X, Wk, pix_n, pix_y, pix_x, s * V3_BK, col0, S, H,
+                               Wd, t)
+        wgmma.async_commit()
+    _bias_n64(acc, bias, col0)
+    for step in range(steps):
+        wgmma.async_wait_one()
+        wgmma.fence_async_proxy()
+        cuda.syncthreads()
+        ahead = step + V3_STAGES - 2
+        if ahead < steps:
+            _issue_wgmma_tiles(smem, base + ahead % V3_STAGES * V3_STAGE_BYTES, X, Wk, pix_n, pix_y, pix_x,
+                               ahead * V3_BK, col0, S, H, Wd, t)
+        wgmma.async_commit()
+        stage = base + step % V3_STAGES * V3_STAGE_BYTES
+        wgmma.fence()
+        for kk in range(V3_BK // wgmma.K_TILE):
+            a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
+            b = wgmma.descriptor(smem, stage + V3_A_BYTES + 32 * kk, wgmma.ATOM_BYTES)
+            wgmma.mma_n64(acc, a, b, 1)
+        wgmma.commit()
+        wgmma.wait_one()
+    wgmma.wait_all()
+    wgmma.store_n64(Y, row0 + wgmma.M_TILE * group, col0, acc)
+
+
 @cuda.jit
 def to_fp16_kernel(src, dst):
     """dst[i] = fp16(src[i]) on flat views: the operands of version 1."""
@@ -230,6 +328,47 @@ def nhwc_operands(X, W, b=None):
     return Xn, Wt, bias_rows
 
 
+@cuda.jit
+def filters_to_krsc16_kernel(W, Wk):
+    """Wk[k, (r·S + s)·C8 + c] = fp16(W[k, c, r, s]); zeros for the padding channels c ≥ C."""
+    i = cuda.grid(1)
+    if i < Wk.size:
+        K, C, R, S = W.shape
+        C8 = Wk.shape[1] // (R * S)
+        k, rest = i // Wk.shape[1], i % Wk.shape[1]
+        rs, c = rest // C8, rest % C8
+        Wk[k, rest] = float16(W[k, c, rs // S, rs % S]) if c < C else float16(0.0)
+
+
+def wgmma_operands(X, W, b=None):
+    """Version 3's operands from NCHW X [N, C, H, W] and W [K, C, R, S]: X as [N·H·W, C8] fp16
+    (C padded to a multiple of 8), W as Wk [K, R·S·C8] fp16 and the bias [K] fp32, on the device."""
+    X, W = to_device(X), to_device(W)
+    N, C, H, Wd = X.shape
+    K, _, R, S = W.shape
+    C8 = blocks(C, 8) * 8
+    Xn = cuda.device_array((N * H * Wd, C8), np.float16)
+    Wk = cuda.device_array((K, R * S * C8), np.float16)
+    nchw_to_nhwc16_kernel[blocks(Xn.size, 256), 256](X, Xn)
+    filters_to_krsc16_kernel[blocks(Wk.size, 256), 256](W, Wk)
+    return Xn, Wk, to_device(np.ascontiguousarray(bias_or_zeros(b, K), np.float32))
+
+
+def supports_wgmma(W_shape, stride) -> str:
+    """"" where version 3 can run: any layer, on the simulator or a Hopper GPU."""
+    return wgmma.unsupported_device()
+
+
+def launch_wgmma(Xn, Wk, bias, Y, shape, padding: int, stride: int):
+    """Version 3 on prepared operands (``wgmma_operands``); shape = (N, H, W, R, S); Y [N·H'·W', K]."""
+    N, H, Wd, R, S = shape
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
+    if tuple(Y.shape) != (N * Ho * Wo, Wk.shape[0]):
+        raise ValueError(f"Y must be [N·H'·W', K] = {[N * Ho * Wo, Wk.shape[0]]}, not {list(Y.shape)}")
+    grid = (blocks(N * Ho * Wo, V3_BM), blocks(Wk.shape[0], V3_BN))
+    wgmma.launch(tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, Xn, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride)
+
+
 def fp16_copy(a):
     """An fp16 copy of a float32 array, made on the device."""
     a = to_device(a)
@@ -264,7 +403,7 @@ def nhwc_rows_to_nchw(Yn, shape) -> np.ndarray:
     return to_host(Yn)[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
 
 
-VERSIONS = ("v1", "v2")
+VERSIONS = ("v1", "v2", "v3")
 
 
 def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
@@ -276,6 +415,12 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, vers
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     _, C, R, S = W.shape
     Y = output(out, (N, K, Ho, Wo), "out")
+    if version == "v3":
+        Xn, Wk, bias = wgmma_operands(X, W, b)
+        Yn = cuda.device_array((N * Ho * Wo, K), np.float32)
+        launch_wgmma(Xn, Wk, bias, Yn, (N, X.shape[2], X.shape[3], R, S), padding, stride)
+        nhwc_rows_to_nchw_kernel[blocks(Y.size, 256), 256](Yn, Y)
+        return Y
     if version == "v2":
         X2, Wt, bias_rows = nhwc_operands(X, W, b)
         Yn = cuda.device_array((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]), np.float32)
@@ -297,6 +442,8 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, version
         return 2 * (N * C * H * Wd + K * C * R * S) + 12 * C * R * S
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
     _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
+    if version == "v3":  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
+        return 2 * (N * H * Wd * C8 + K * R * S * C8) + 4 * K + 4 * N * Ho * Wo * K
     rows = blocks(N * Ho * Wo, 16) * 16
     return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16
 

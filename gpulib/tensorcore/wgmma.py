@@ -247,10 +247,24 @@ def kernel(fn=None, *, max_registers: int | None = None):
 _OPTED_IN: dict = {}
 
 
+def unsupported_device() -> str:
+    """"" where these instructions run (the simulator, or a GPU of compute capability 9.0: H100,
+    H200, GH200); else why not. wgmma and TMA exist only in sm_90a."""
+    if not ON_GPU:
+        return ""
+    cc = cuda.get_current_device().compute_capability
+    return "" if tuple(cc) == (9, 0) else (f"wgmma needs a Hopper GPU (compute capability 9.0); this one "
+                                          f"is {cc[0]}.{cc[1]}")
+
+
 def launch(kernel, grid, block, shared_bytes: int, *args) -> None:
     """``kernel[grid, block, 0, shared_bytes](*args)`` with dynamic shared memory past the 48 KiB a
     kernel gets by default: on a GPU the compiled kernel is first allowed ``shared_bytes``
-    (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per compiled specialization."""
+    (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per compiled specialization.
+    RuntimeError on a GPU without wgmma, before anything is compiled."""
+    reason = unsupported_device()
+    if reason:
+        raise RuntimeError(reason)
     if ON_GPU and shared_bytes > 48 * 1024:
         compiled = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
         key = (id(compiled), shared_bytes)
