@@ -11,15 +11,20 @@ from gpulib.tensorcore import gemm as T
 from gpulib.tensorcore import smem_layout, wgmma
 
 
+def _python(device_function):
+    """The Python function of a device function (on a GPU it cannot be called from the host)."""
+    return getattr(device_function, "py_func", device_function)
+
+
 def test_swizzled_chunk_places_agree_with_the_model():
     for row in range(24):
         for chunk in range(8):
-            assert wgmma.swizzled_byte(row, chunk) == smem_layout.kmajor_offset(row, 8 * chunk, "128B")
+            assert _python(wgmma.swizzled_byte)(row, chunk) == smem_layout.kmajor_offset(row, 8 * chunk, "128B")
 
 
 def test_the_device_descriptor_has_the_models_bits():
     for start, sbo in ((0, 1024), (32, 1024), (16384 + 96, 2048), (200000, 1024)):
-        assert int(wgmma.encode(start, sbo)) == smem_layout.descriptor(start, 16, sbo, "128B")
+        assert int(_python(wgmma.encode)(start, sbo)) == smem_layout.descriptor(start, 16, sbo, "128B")
 
 
 @cuda.jit(device=True)

@@ -344,11 +344,13 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return measure_winograd_f4(repeat)
     if part == "wgmma":
         return measure_wgmma(repeat)
+    if part == "tensor_cores":
+        return dict(M.header(repeat), **measure_tensor_cores(repeat))
     if part == "autotune":  # a list of layers: each carries the header
         header = M.header(max(5, repeat // 2))
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
-        raise ValueError(f"part must be 'resources', 'autotune', 'winograd_f4' or 'wgmma' (the others are measured together "
+        raise ValueError(f"part must be 'tensor_cores', 'resources', 'autotune', 'winograd_f4' or 'wgmma' (the others are measured together "
                          f"by measure()), not {part!r}")
     return measure_resources(repeat)
 

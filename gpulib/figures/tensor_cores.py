@@ -109,6 +109,52 @@ def pipeline(steps: int = 4, copy: float = 3.0, multiply: float = 2.0, barrier: 
     return fig
 
 
+def ring_schedule(steps: int, stages: int, copy: float, multiply: float) -> list[dict]:
+    """When each tile of GEMM v6's ring is copied and multiplied (relative times, a model): tile k's
+    copy is asked for once its buffer is free (the multiplies of tile k - stages are done and the
+    block has passed the barrier after issuing tile k - stages + 1's); its multiplies start when
+    its bytes have landed and the previous tile's multiplies are done."""
+    tiles = []
+    for k in range(steps):
+        if k < stages - 1:
+            start = 0.0
+        else:
+            freed = tiles[k - stages]["mma_end"] if k >= stages else 0.0
+            start = max(tiles[k - stages + 1]["mma_start"], freed)
+        mma_start = max(start + copy, tiles[-1]["mma_end"] if tiles else 0.0)
+        tiles.append(dict(tile=k, buffer=k % stages, copy_start=start, copy_end=start + copy, mma_start=mma_start,
+                          mma_end=mma_start + multiply))
+    return tiles
+
+
+def ring_pipeline(steps: int = 8, stages: int = 4, copy: float = 3.0, multiply: float = 2.0):
+    """One row per shared buffer of GEMM v6's ring: when TMA fills it (blue) and when the warpgroups'
+    wgmma read it (orange), from ``ring_schedule``; the title says how busy the tensor cores are."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    tiles = ring_schedule(steps, stages, copy, multiply)
+    fig, ax = plt.subplots(figsize=(12, 0.7 * stages + 1.8))
+    for t in tiles:
+        row = stages - 1 - t["buffer"]
+        ax.barh(row + 0.17, copy, left=t["copy_start"], height=0.3, color="tab:blue", edgecolor="white")
+        ax.barh(row - 0.17, multiply, left=t["mma_start"], height=0.3, color="tab:orange", edgecolor="white")
+        ax.text(t["copy_start"] + copy / 2, row + 0.17, f"TMA {t['tile']}", ha="center", va="center", fontsize=7,
+                color="white")
+        ax.text(t["mma_start"] + multiply / 2, row - 0.17, f"곱 {t['tile']}", ha="center", va="center", fontsize=7,
+                color="white")
+    end = tiles[-1]["mma_end"]
+    busy = steps * multiply / end
+    ax.set_yticks(range(stages))
+    ax.set_yticklabels([f"버퍼 {stages - 1 - r}" for r in range(stages)])
+    ax.set_xlabel("시간 (모형: 길이는 비율만 뜻한다, 측정값이 아니다)")
+    ax.set_title(f"버퍼 {stages}개, 복사 {copy:g} : 곱 {multiply:g} — 텐서 코어가 일하는 몫 {busy:.0%}")
+    ax.legend(handles=[Patch(color="tab:blue", label="TMA가 버퍼를 채움"),
+                       Patch(color="tab:orange", label="wgmma가 버퍼를 읽음")], loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def swizzle_atom(column: int = 0):
     """Two panels, 8 rows x 8 chunks of 16 bytes (one 1024-byte atom of a K-major fp16 tile):
     without a swizzle and with the 128-byte one. Each cell shows the logical chunk (k = 8c..8c+7)

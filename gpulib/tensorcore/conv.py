@@ -166,6 +166,7 @@ def tc_conv_nhwc_kernel(X, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride):
 
 V3_BM, V3_BN, V3_BK, V3_STAGES = 128, 64, 64, 4  # pixels x filters x (r, s, c); buffers in the ring
 V3_THREADS = 2 * wgmma.WARPGROUP
+V3_ACC = V3_BN // 2  # each thread's accumulators (64 x 64 per warpgroup)
 V3_A_BYTES = V3_BM * V3_BK * 2
 V3_STAGE_BYTES = V3_A_BYTES + V3_BN * V3_BK * 2
 V3_SHARED = V3_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
@@ -211,7 +212,7 @@ def tc_conv_wgmma_kernel(X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride):
     Y [N·H'·W', K] fp32. Block (bx, by): output pixels 128·bx:+128, filters 64·by:+64."""
     smem = cuda.shared.array(0, float16)
     base = 2 * wgmma.aligned_start(smem)
-    acc = cuda.local.array(V3_BN // 2, float32)
+    acc = cuda.local.array(V3_ACC, float32)
     pix_n = cuda.local.array(4, types.int32)  # the 4 output pixels this thread gathers for
     pix_y = cuda.local.array(4, types.int32)  # (their window's top-left corner in X)
     pix_x = cuda.local.array(4, types.int32)

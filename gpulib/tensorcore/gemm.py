@@ -232,6 +232,7 @@ def make_tc_gemm_v5(bn: int, stages: int):
     store = {64: wgmma.store_n64, 128: wgmma.store_n128, 256: wgmma.store_n256}[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
+    acc_size = bn // 2  # each thread's share of its warpgroup's 64 x bn accumulators
     ahead = stages - 2  # tiles in flight ahead of the one being multiplied
 
     @cuda.jit(device=True)
@@ -256,7 +257,7 @@ def make_tc_gemm_v5(bn: int, stages: int):
         """Block (bx, by) owns C[128·by : +128, bn·bx : +bn]; warpgroup g its rows 64g .. 64g + 63."""
         smem = cuda.shared.array(0, float16)
         base = 2 * wgmma.aligned_start(smem)
-        acc = cuda.local.array(bn // 2, float32)
+        acc = cuda.local.array(acc_size, float32)
         t = cuda.threadIdx.x
         group = t // wgmma.WARPGROUP
         row0, col0 = cuda.blockIdx.y * V5_BM, cuda.blockIdx.x * bn
@@ -303,6 +304,7 @@ def make_tc_gemm_v6(bn: int, stages: int):
     store = {64: wgmma.store_n64, 128: wgmma.store_n128, 256: wgmma.store_n256}[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
+    acc_size = bn // 2
 
     @cuda.jit(device=True)
     def request(smem, base, bars, a_map, b_map, row0, col0, tile):
@@ -318,7 +320,7 @@ def make_tc_gemm_v6(bn: int, stages: int):
         smem = cuda.shared.array(0, float16)
         bars = cuda.shared.array(stages, uint64)
         base = 2 * wgmma.aligned_start(smem)
-        acc = cuda.local.array(bn // 2, float32)
+        acc = cuda.local.array(acc_size, float32)
         t = cuda.threadIdx.x
         group = t // wgmma.WARPGROUP
         row0, col0 = cuda.blockIdx.y * V5_BM, cuda.blockIdx.x * bn

@@ -105,9 +105,11 @@ if ON_GPU:
 
             _check_operand(array, "array", box_rows)
             rows, k = array.shape
+            u32, u64 = cu.cuuint32_t, cu.cuuint64_t
             error, encoded = cu.cuTensorMapEncodeTiled(
                 cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
-                array.__cuda_array_interface__["data"][0], [k, rows], [2 * k], [BOX_K, box_rows], [1, 1],
+                array.__cuda_array_interface__["data"][0], [u64(k), u64(rows)], [u64(2 * k)],
+                [u32(BOX_K), u32(box_rows)], [u32(1), u32(1)],
                 cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
                 cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
                 cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
