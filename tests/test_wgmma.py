@@ -210,3 +210,32 @@ def test_wgmma_conv_is_the_fp16_convolution(rng, padding, stride):
     gpulib.validate(TC.nhwc_rows_to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v3")
     with pytest.raises(ValueError, match=r"Y must be \[N·H'·W', K\]"):
         TC.launch_wgmma(Xn, Wk, bias, gpulib.poisoned((N * Ho * Wo, K + 1)), (2, 9, 8, R, R), padding, stride)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_the_ring_timeline_never_refills_a_buffer_still_being_read(stages):
+    from gpulib.figures.tensor_cores import ring_schedule
+
+    tiles = ring_schedule(10, stages, copy=3.0, multiply=2.0)
+    for k, t in enumerate(tiles):
+        assert t["mma_start"] >= t["copy_end"]
+        if k:
+            assert t["mma_start"] >= tiles[k - 1]["mma_end"]
+        if k >= stages:
+            assert t["copy_start"] >= tiles[k - stages]["mma_end"]
+    gaps = sum(b["mma_start"] - a["mma_end"] for a, b in zip(tiles, tiles[1:]))
+    assert (gaps > 0) == (stages == 2)  # with 3 or more buffers the copies hide behind the multiplies
+
+
+def test_grouped_tiles_cover_c_once(monkeypatch):
+    """The grouped numbering visits every tile of C exactly once, also with a ragged last group."""
+    from types import SimpleNamespace
+
+    block = SimpleNamespace(x=0)
+    monkeypatch.setattr(T, "cuda", SimpleNamespace(blockIdx=block))  # what the device function reads
+    for M, N in ((1000, 520), (4096, 4096), (130, 40)):
+        tiles_m, tiles_n = -(-M // 128), -(-N // 128)
+        seen = []
+        for block.x in range(tiles_m * tiles_n):
+            seen.append(_python(T.grouped_tile)(M, N, 128, 128))
+        assert sorted(seen) == [(128 * i, 128 * j) for i in range(tiles_m) for j in range(tiles_n)]

@@ -150,7 +150,8 @@ def ring_pipeline(steps: int = 8, stages: int = 4, copy: float = 3.0, multiply: 
     ax.set_xlabel("시간 (모형: 길이는 비율만 뜻한다, 측정값이 아니다)")
     ax.set_title(f"버퍼 {stages}개, 복사 {copy:g} : 곱 {multiply:g} — 텐서 코어가 일하는 몫 {busy:.0%}")
     ax.legend(handles=[Patch(color="tab:blue", label="TMA가 버퍼를 채움"),
-                       Patch(color="tab:orange", label="wgmma가 버퍼를 읽음")], loc="lower right", fontsize=8)
+                       Patch(color="tab:orange", label="wgmma가 버퍼를 읽음")], loc="upper left",
+              bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -225,6 +225,23 @@ V5_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128
 V5_DEFAULT = "128x128, 4 stages"
 
 
+GROUP_M = 8  # tile rows that sweep the columns together (grouped_tile)
+
+
+@cuda.jit(device=True)
+def grouped_tile(M, N, bm, bn):
+    """(row0, col0) of block blockIdx.x's bm x bn tile of C [M, N], numbered so that groups of
+    GROUP_M tile rows sweep the tile columns together: the blocks running at the same time share
+    a few panels of A and of Bᵀ, which then stay in L2, instead of each block row reading all of Bᵀ."""
+    tiles_m = (M + bm - 1) // bm
+    tiles_n = (N + bn - 1) // bn
+    per_group = GROUP_M * tiles_n
+    first = (cuda.blockIdx.x // per_group) * GROUP_M
+    size = min(tiles_m - first, GROUP_M)
+    inside = cuda.blockIdx.x % per_group
+    return (first + inside % size) * bm, (inside // size) * bn
+
+
 def make_tc_gemm_v5(bn: int, stages: int):
     """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256) and a ring of ``stages``
     (3 or 4) shared buffers of A's and Bᵀ's 64-deep tiles; returns (kernel, shared bytes)."""
@@ -254,13 +271,13 @@ def make_tc_gemm_v5(bn: int, stages: int):
 
     @wgmma.kernel
     def tc_gemm_v5_kernel(A, Bt, C):
-        """Block (bx, by) owns C[128·by : +128, bn·bx : +bn]; warpgroup g its rows 64g .. 64g + 63."""
+        """Each block owns a 128 x bn tile of C (grouped_tile); warpgroup g its rows 64g .. 64g + 63."""
         smem = cuda.shared.array(0, float16)
         base = 2 * wgmma.aligned_start(smem)
         acc = cuda.local.array(acc_size, float32)
         t = cuda.threadIdx.x
         group = t // wgmma.WARPGROUP
-        row0, col0 = cuda.blockIdx.y * V5_BM, cuda.blockIdx.x * bn
+        row0, col0 = grouped_tile(C.shape[0], C.shape[1], V5_BM, bn)
         steps = (A.shape[1] + V5_BK - 1) // V5_BK
         for s in range(ahead):
             if s < steps:
@@ -316,14 +333,14 @@ def make_tc_gemm_v6(bn: int, stages: int):
 
     @tma.kernel
     def tc_gemm_v6_kernel(a_map, b_map, C, K):
-        """Block (bx, by) owns C[128·by : +128, bn·bx : +bn]; warpgroup g its rows 64g .. 64g + 63."""
+        """Each block owns a 128 x bn tile of C (grouped_tile); warpgroup g its rows 64g .. 64g + 63."""
         smem = cuda.shared.array(0, float16)
         bars = cuda.shared.array(stages, uint64)
         base = 2 * wgmma.aligned_start(smem)
         acc = cuda.local.array(acc_size, float32)
         t = cuda.threadIdx.x
         group = t // wgmma.WARPGROUP
-        row0, col0 = cuda.blockIdx.y * V5_BM, cuda.blockIdx.x * bn
+        row0, col0 = grouped_tile(C.shape[0], C.shape[1], V5_BM, bn)
         steps = (K + V5_BK - 1) // V5_BK
         if t == 0:
             for s in range(stages):
@@ -388,7 +405,7 @@ def launch_tma(A16, Bt16, C, config: str = V6_DEFAULT):
     kernel, shared = V6_KERNELS[config]
     bn = V6_CONFIGS[config][0]
     M, K = A16.shape
-    grid = (blocks(Bt16.shape[0], bn), blocks(M, V5_BM))
+    grid = blocks(Bt16.shape[0], bn) * blocks(M, V5_BM)
     wgmma.launch(kernel, grid, V5_THREADS, shared, _tensor_map(A16, V5_BM), _tensor_map(Bt16, bn), C, K)
 
 
@@ -400,7 +417,8 @@ def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):
     _check_wgmma_operands(A16, Bt16, C)
     kernel, shared = V5_KERNELS[config]
     bn = V5_CONFIGS[config][0]
-    wgmma.launch(kernel, (blocks(Bt16.shape[0], bn), blocks(A16.shape[0], V5_BM)), V5_THREADS, shared, A16, Bt16, C)
+    grid = blocks(Bt16.shape[0], bn) * blocks(A16.shape[0], V5_BM)
+    wgmma.launch(kernel, grid, V5_THREADS, shared, A16, Bt16, C)
 
 
 def _padded(a: np.ndarray) -> np.ndarray:
