@@ -121,6 +121,18 @@ def checked_row(name: str, run, want, *, out=None, view=None, flop: float | None
                 **extra)
 
 
+def graph_ms(call, repeat: int = 20) -> float:
+    """Median ms of ``call``'s kernels replayed as one CUDA graph (16.6's record()): the GPU's time
+    without the Python launch cost that a per-call event pair also catches for a short kernel."""
+    from gpulib.summary.replay import record
+
+    call()
+    with record() as recording:
+        call()
+    graph = recording.graph()
+    return benchmark(graph.replay, repeat=repeat, label="graph").median_ms
+
+
 def with_ratio(rows: list[dict], library_ms: float) -> list[dict]:
     """Set every row's ``vs_library`` = library_ms / ms: its speed relative to the library."""
     for row in rows:

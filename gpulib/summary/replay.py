@@ -247,8 +247,8 @@ and launches it. A call with another layout binds afresh. Device arrays only: a 
 call is an ordinary launch.
 """
 
-    def __init__(self, kernel, grid, block):
-        self.kernel, self.grid, self.block = kernel, grid, block
+    def __init__(self, kernel, grid, block, shared: int = 0):
+        self.kernel, self.grid, self.block, self.shared = kernel, grid, block, shared  # dynamic shared bytes
         self.name = kernel.py_func.__name__
         self._layout = None
         self._bound = None  # (stream, config, kernel, argument list, slots)
@@ -272,7 +272,7 @@ call is an ordinary launch.
         core_launch = dispatcher.launch
         dispatcher.launch = lambda *a: (calls.append(a), core_launch(*a))[1]
         try:
-            self.kernel[self.grid, self.block](*args)
+            self.kernel[self.grid, self.block, 0, self.shared](*args)
         finally:
             dispatcher.launch = core_launch
         places, at = [], 0  # where each argument's value (an array's data pointer) sits in the list
@@ -292,13 +292,17 @@ call is an ordinary launch.
         slots = [(place, None if is_array else type(values[place])) for place, is_array in places]
         self._layout, self._bound = layout, (stream, config, cukernel, values, slots)
 
+    def bound_for(self, args) -> bool:
+        """True when a call with ``args`` takes the bound path (no Numba launch, no compiling)."""
+        return on_gpu() and self._layout is not None and self._layout_of(args) == self._layout
+
     def __call__(self, *args):
         if not on_gpu():
-            self.kernel[self.grid, self.block](*args)
+            self.kernel[self.grid, self.block, 0, self.shared](*args)
             return
         layout = self._layout_of(args)
         if layout is None:
-            self.kernel[self.grid, self.block](*args)
+            self.kernel[self.grid, self.block, 0, self.shared](*args)
         elif layout != self._layout:
             self._bind(args, layout)
         else:

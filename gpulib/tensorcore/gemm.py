@@ -406,7 +406,8 @@ def launch_tma(A16, Bt16, C, config: str = V6_DEFAULT):
     bn = V6_CONFIGS[config][0]
     M, K = A16.shape
     grid = blocks(Bt16.shape[0], bn) * blocks(M, V5_BM)
-    wgmma.launch(kernel, grid, V5_THREADS, shared, _tensor_map(A16, V5_BM), _tensor_map(Bt16, bn), C, K)
+    a_map, b_map = _tensor_map(A16, V5_BM).argument, _tensor_map(Bt16, bn).argument
+    wgmma.launch(kernel, grid, V5_THREADS, shared, a_map, b_map, C, K)
 
 
 def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):

@@ -120,8 +120,9 @@ if ON_GPU:
             self.map = cuda.to_device(np.array(encoded.opaque, np.uint64))
 
         @property
-        def __cuda_array_interface__(self):
-            return self.map.__cuda_array_interface__
+        def argument(self):
+            """What a kernel takes: the device array holding the map."""
+            return self.map
 
     @cuda.jit(device=True)
     def _at(bars, s):
@@ -157,6 +158,11 @@ else:
         def __init__(self, array, box_rows: int):
             _check_operand(array, "array", box_rows)
             self.array, self.box_rows = array, box_rows
+
+        @property
+        def argument(self):
+            """What a kernel takes: the map itself."""
+            return self
 
     class _Barrier:
         """Arrivals and bytes still owed in the phase under way, and how many phases are over."""
