@@ -105,8 +105,10 @@ def test_v6_runs_its_ring_of_barriers_through_several_phases(rng):
     _check_v5(rng, 70, 40, 328, "128x128, 4 stages", T.launch_tma)
 
 
-def test_v6_over_several_blocks(rng):
-    _check_v5(rng, 130, 300, 72, T.V6_DEFAULT, T.launch_tma)
+@pytest.mark.parametrize("config", list(T.V6_CONFIGS))
+def test_v6_over_several_blocks(rng, config):
+    """2 x 2 blocks of every config (ragged both ways), two 64-deep steps."""
+    _check_v5(rng, 130, 2 * T.V6_CONFIGS[config][0] - 20, 72, config, T.launch_tma)
 
 
 @pytest.mark.parametrize("version", T.WGMMA_VERSIONS)

@@ -173,25 +173,39 @@ V3_SHARED = V3_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
 
 
 @cuda.jit(device=True)
-def _issue_wgmma_tiles(smem, stage, X, Wk, pix_n, pix_y, pix_x, k0, col0, S, H, Wd, t):
-    """Start the copies of step k0's X_col tile (this block's 128 pixels, (r, s, c) columns k0:+64)
-    and Wk[col0:+64, k0:+64] into buffer ``stage``, each 16-byte chunk at its swizzled place: 4
-    chunks of X (8 channels of one input pixel each) and 2 of Wk per thread."""
-    C = X.shape[1]
-    RSC = Wk.shape[1]
+def _issue_wgmma_tiles(smem, stage, X, Wk, pix_corner, pix_y, pix_x, tap, col0, Wd, H, t):
+    """Start the copies of one 64-deep step's X_col tile (this block's 128 pixels) and Wk's tile
+    into buffer ``stage``, each 16-byte chunk at its swizzled place: 4 chunks of X (8 channels of
+    one input pixel each) and 2 of Wk per thread. ``tap`` = (k, r, s, c) of this thread's chunk
+    in the step: its column of X_col and the filter tap and channels that column is, kept up to
+    date by ``_next_tap`` (no division per step). ``pix_corner`` is each pixel's window corner
+    as a row of X (n·H + y0)·W + x0, so the tap's row is pix_corner + r·W + s."""
+    k, r, s, c = tap[0], tap[1], tap[2], tap[3]
     chunk = t % 8
-    k = k0 + 8 * chunk  # this thread's 8 channels: one (r, s), channels c:c+8
-    rs, c = k // C, k % C
-    r, s = rs // S, rs % S
+    live = k < Wk.shape[1]
+    offset = r * Wd + s
     for i in range(4):
         row = t // 8 + 32 * i
         iy, ix = pix_y[i] + r, pix_x[i] + s
-        inside = k < RSC and pix_n[i] >= 0 and 0 <= iy < H and 0 <= ix < Wd
-        wgmma.copy16_async(smem, stage + wgmma.swizzled_byte(row, chunk), X, (pix_n[i] * H + iy) * Wd + ix, c, inside)
+        inside = live and 0 <= iy < H and 0 <= ix < Wd
+        wgmma.copy16_async(smem, stage + wgmma.swizzled_byte(row, chunk), X, pix_corner[i] + offset, c, inside)
     for i in range(2):
         row = t // 8 + 32 * i
         wgmma.copy16_async(smem, stage + V3_A_BYTES + wgmma.swizzled_byte(row, chunk), Wk, col0 + row, k,
-                           col0 + row < Wk.shape[0] and k < RSC)
+                           live and col0 + row < Wk.shape[0])
+
+
+@cuda.jit(device=True)
+def _next_tap(tap, C, S):
+    """Move (k, r, s, c) on by one step of 64 columns of X_col: channels first, then s, then r."""
+    tap[0] += V3_BK
+    tap[3] += V3_BK
+    while tap[3] >= C:
+        tap[3] -= C
+        tap[2] += 1
+        if tap[2] == S:
+            tap[2] = 0
+            tap[1] += 1
 
 
 @cuda.jit(device=True)
@@ -213,24 +227,30 @@ def tc_conv_wgmma_kernel(X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride):
     smem = cuda.shared.array(0, float16)
     base = 2 * wgmma.aligned_start(smem)
     acc = cuda.local.array(V3_ACC, float32)
-    pix_n = cuda.local.array(4, types.int32)  # the 4 output pixels this thread gathers for
-    pix_y = cuda.local.array(4, types.int32)  # (their window's top-left corner in X)
+    pix_corner = cuda.local.array(4, types.int64)  # the 4 output pixels this thread gathers for:
+    pix_y = cuda.local.array(4, types.int32)  # their window's top-left corner, as a row of X and as (y, x)
     pix_x = cuda.local.array(4, types.int32)
+    tap = cuda.local.array(4, types.int64)  # (k, r, s, c) of this thread's next chunk to copy
     t = cuda.threadIdx.x
     group = t // wgmma.WARPGROUP
     row0, col0 = cuda.blockIdx.x * V3_BM, cuda.blockIdx.y * V3_BN
     npix = Y.shape[0]
+    C = X.shape[1]
     for i in range(4):
         m = row0 + t // 8 + 32 * i
         p = m % (Ho * Wo)
-        pix_n[i] = m // (Ho * Wo) if m < npix else -1
-        pix_y[i] = (p // Wo) * stride - padding
+        pix_y[i] = (p // Wo) * stride - padding if m < npix else -(1 << 20)  # past the last pixel: never inside
         pix_x[i] = (p % Wo) * stride - padding
+        pix_corner[i] = ((m // (Ho * Wo)) * H + pix_y[i]) * Wd + pix_x[i]
+    tap[0] = 8 * (t % 8)
+    tap[3] = tap[0] % C
+    tap[2] = (tap[0] // C) % S
+    tap[1] = (tap[0] // C) // S
     steps = (Wk.shape[1] + V3_BK - 1) // V3_BK
     for s in range(V3_STAGES - 2):
         if s < steps:
-            _issue_wgmma_tiles(smem, base + s * V3_STAGE_BYTES, X, Wk, pix_n, pix_y, pix_x, s * V3_BK, col0, S, H,
-                               Wd, t)
+            _issue_wgmma_tiles(smem, base + s * V3_STAGE_BYTES, X, Wk, pix_corner, pix_y, pix_x, tap, col0, Wd, H, t)
+            _next_tap(tap, C, S)
         wgmma.async_commit()
     _bias_n64(acc, bias, col0)
     for step in range(steps):
@@ -239,8 +259,9 @@ def tc_conv_wgmma_kernel(X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride):
         cuda.syncthreads()
         ahead = step + V3_STAGES - 2
         if ahead < steps:
-            _issue_wgmma_tiles(smem, base + ahead % V3_STAGES * V3_STAGE_BYTES, X, Wk, pix_n, pix_y, pix_x,
-                               ahead * V3_BK, col0, S, H, Wd, t)
+            _issue_wgmma_tiles(smem, base + ahead % V3_STAGES * V3_STAGE_BYTES, X, Wk, pix_corner, pix_y, pix_x, tap,
+                               col0, Wd, H, t)
+            _next_tap(tap, C, S)
         wgmma.async_commit()
         stage = base + step % V3_STAGES * V3_STAGE_BYTES
         wgmma.fence()
