@@ -544,6 +544,54 @@ def plot_tensor_cores(results: dict):
     return fig
 
 
+def ladder(results: dict) -> list[dict]:
+    """The tensor-core GEMM ladder at 4096³ as shares of cuBLAS fp16 measured in the same run: v1-v4
+    (WMMA, C = A·B) from the tensor_cores part, v5 and v6 (wgmma, C = A·Bᵀ; their best config,
+    and at 8192³ too) from the wgmma part."""
+    rungs = [dict(version=r["name"].split()[-1], what="WMMA", ms=r["ms"], tflops=r["tflops"], share=r["vs_library"])
+             for r in results["tensor_cores"]["gemm"]["rows"] if not r["name"].startswith("cuBLAS")]
+    wg = results.get("wgmma")
+    if wg:
+        for version, what in (("v5", "wgmma, cp.async"), ("v6", "wgmma, TMA")):
+            best = {}
+            for entry in wg["sizes"]:
+                rows = [r for r in entry["rows"] if f"GEMM {version} " in r["name"]]
+                best[entry["size"]] = max(rows, key=lambda r: r["vs_library"])
+            first = best[wg["sizes"][0]["size"]]
+            rungs.append(dict(version=version, what=what, ms=first["ms"], tflops=first["tflops"],
+                              share=first["vs_library"], config=first["name"].rsplit("), ", 1)[1],
+                              larger={size: r["vs_library"] for size, r in best.items()}))
+    return rungs
+
+
+def plot_ladder(results: dict):
+    """The tensor-core GEMM ladder v1-v6 at 4096³ as a share of cuBLAS fp16 (bars), with v5's and
+    v6's share at 8192³ marked."""
+    import matplotlib.pyplot as plt
+
+    rungs = ladder(results)
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    labels = [f"{r['version']} ({r['what']})" for r in rungs]
+    ax.barh(labels, [100 * r["share"] for r in rungs],
+            color=["tab:blue" if r["what"] == "WMMA" else "tab:orange" for r in rungs])
+    for i, r in enumerate(rungs):
+        larger = {size: share for size, share in r.get("larger", {}).items() if size != 4096}
+        for size, share in larger.items():
+            ax.plot(100 * share, i, "k|", ms=14)
+        note = "".join(f"; {size}³에서 {share:.0%} (|)" for size, share in larger.items())
+        ax.text(100 * max([r["share"], *larger.values()]) + 1.5, i,
+                f"{r['share']:.0%}, {r['ms']:.3f} ms, {r['tflops']:.0f} TFLOP/s{note}", va="center", fontsize=8)
+    ax.axvline(75, color="tab:red", ls=":", lw=1)
+    ax.text(75.5, len(rungs) - 0.6, "목표 75%", color="tab:red", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 110)
+    ax.set_xlabel("cuBLAS fp16 속도 대비 % (같은 실행에서 잼, GEMM 4096³)")
+    ax.set_title(f"텐서 코어 GEMM 사다리 ({results['wgmma']['device'] if 'wgmma' in results else results['device']})",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def plot_autotune(results: dict):
     """One panel per layer: every algorithm that passed its check, time in ms (the pick in
     orange), with cuDNN fp32 for the same layer as a green line."""
