@@ -33,3 +33,11 @@ def test_plot_of_stored_results():
 def test_measure_refuses_the_simulator():
     with pytest.raises(RuntimeError, match="timing needs a GPU"):
         bench.measure()
+
+
+def test_blocks_by_shared_memory_counts_the_reserved_kilobyte():
+    from gpulib.bench import measure as M
+
+    assert M.blocks_by_shared_memory(99328) == 2  # 97 KiB + 1 KiB twice in 228 KiB
+    assert M.blocks_by_shared_memory(132096) == 1
+    assert M.blocks_by_shared_memory(0) == 228

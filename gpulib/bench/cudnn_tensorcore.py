@@ -358,8 +358,10 @@ def wgmma_table(r: dict) -> str:
     lines.append(f"  {'kernel':<23} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
     for config, k in r["kernels"].items():
         sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())
+        fit = min(k["blocks_per_sm"], M.blocks_by_shared_memory(k["dynamic_shared_bytes"]))
         lines.append(f"  {config:<23} {k['registers']:>9} {k['local_bytes']:>8} {k['dynamic_shared_bytes']:>14} "
-                     f"{k['blocks_per_sm']:>10}  {sass}")
+                     f"{fit:>10}  {sass}")
+    lines.append("  (blocks/SM: the fewest that registers, threads and shared memory allow)")
     return "\n".join(lines)
 
 
@@ -578,14 +580,14 @@ def plot_ladder(results: dict):
         larger = {size: share for size, share in r.get("larger", {}).items() if size != 4096}
         for size, share in larger.items():
             ax.plot(100 * share, i, "k|", ms=14)
-        note = "".join(f"; {size}³에서 {share:.0%} (|)" for size, share in larger.items())
+        note = "".join(f"; {size}x{size}x{size}에서 {share:.0%} (|)" for size, share in larger.items())
         ax.text(100 * max([r["share"], *larger.values()]) + 1.5, i,
                 f"{r['share']:.0%}, {r['ms']:.3f} ms, {r['tflops']:.0f} TFLOP/s{note}", va="center", fontsize=8)
     ax.axvline(75, color="tab:red", ls=":", lw=1)
     ax.text(75.5, len(rungs) - 0.6, "목표 75%", color="tab:red", fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0, 110)
-    ax.set_xlabel("cuBLAS fp16 속도 대비 % (같은 실행에서 잼, GEMM 4096³)")
+    ax.set_xlabel("cuBLAS fp16 속도 대비 % (같은 실행에서 잼, GEMM 4096x4096x4096)")
     ax.set_title(f"텐서 코어 GEMM 사다리 ({results['wgmma']['device'] if 'wgmma' in results else results['device']})",
                  fontsize=10)
     fig.tight_layout()

@@ -182,6 +182,15 @@ def _only_specialization(value):
     return value
 
 
+SHARED_PER_SM = 228 * 1024  # Hopper: shared memory an SM holds, of which each block also takes
+RESERVED_SHARED_PER_BLOCK = 1024  # 1 KiB for the system
+
+
+def blocks_by_shared_memory(shared_bytes: int) -> int:
+    """How many blocks using ``shared_bytes`` of shared memory fit on one Hopper SM."""
+    return SHARED_PER_SM // (shared_bytes + RESERVED_SHARED_PER_BLOCK)
+
+
 def kernel_resources(kernel, threads: int) -> dict:
     """What the compiler gave a compiled kernel (its one specialization), and how many blocks of
     ``threads`` fit on one SM by its registers and by the SM's thread and block limits."""
