@@ -45,6 +45,17 @@ def round_to(x, fmt: str) -> np.ndarray:
     return _round_mantissa(x, MANTISSA_BITS[fmt])
 
 
+def bf16_bits(x) -> np.ndarray:
+    """``x`` rounded to bf16 (ties to even), as the 16-bit words a GPU stores (NumPy has no bf16
+    type: the upper half of each float32)."""
+    return (round_to(x, "bf16").view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+
+
+def from_bf16_bits(words) -> np.ndarray:
+    """The float32 values of bf16 words (``bf16_bits``' inverse, exact)."""
+    return (np.asarray(words, np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
 def unit_roundoff(fmt: str) -> float:
     """The largest relative error of rounding one value to ``fmt`` (normal range): 2^-(mantissa+1)."""
     return 2.0 ** -(MANTISSA_BITS[fmt] + 1)

@@ -159,8 +159,8 @@ def _accept_alignment() -> None:
         frame = sys._getframe(1)
         caller = (frame.f_code.co_filename, frame.f_lineno)
         res = self._allocations.get(caller)
-        if res is None:
-            res = self._allocations[caller] = np.empty(shape, dtype)
+        if res is None:  # setdefault is one step under the GIL: threads arriving together get one array
+            res = self._allocations.setdefault(caller, np.empty(shape, dtype))
         return res
 
     kernelapi.FakeCUDALocal.array = local

@@ -136,7 +136,7 @@ def test_v5_refuses_what_it_cannot_take():
 def test_a_tensor_map_needs_a_2d_fp16_array_of_whole_16_byte_rows():
     from gpulib.tensorcore import tma
 
-    with pytest.raises(ValueError, match="array must be a 2-D fp16 array, not 2-D float32"):
+    with pytest.raises(ValueError, match=r"array must be a 2-D fp16 array \(or uint16 holding bf16 words\), not 2-D float32"):
         tma.tensor_map(cuda.to_device(np.ones((8, 64), np.float32)), 8)
     with pytest.raises(ValueError, match="contiguous rows of a multiple of 8 values"):
         tma.tensor_map(cuda.to_device(np.ones((8, 12), np.float16)), 8)
@@ -241,3 +241,22 @@ def test_grouped_tiles_cover_c_once(monkeypatch):
         for block.x in range(tiles_m * tiles_n):
             seen.append(_python(T.grouped_tile)(M, N, 128, 128))
         assert sorted(seen) == [(128 * i, 128 * j) for i in range(tiles_m) for j in range(tiles_n)]
+
+
+def test_v6_multiplies_bf16_operands(rng):
+    """bf16 words (uint16) through TMA and wgmma .bf16: the product of the bf16-rounded operands,
+    fp32 sums; ragged in every direction."""
+    from gpulib import precision
+
+    A = rng.standard_normal((70, 136)).astype(np.float32)
+    Bt = rng.standard_normal((40, 136)).astype(np.float32)
+    A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
+    A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
+    C = gpulib.poisoned((70, 40))
+    T.launch_tma(cuda.to_device(A_words), cuda.to_device(Bt_words), C, operands="bf16")
+    gpulib.validate(C, A_bf @ Bt_bf.T, scale=(np.abs(A_bf) @ np.abs(Bt_bf).T).max(), name="v6 bf16")
+    assert np.abs(C.copy_to_host() - A.astype(np.float64) @ Bt.T.astype(np.float64)).max() > 1e-3  # rounding shows
+    with pytest.raises(ValueError, match="A16 must hold bf16 operands as uint16, not float16"):
+        T.launch_tma(cuda.to_device(A.astype(np.float16)), cuda.to_device(Bt_words), C, operands="bf16")
+    with pytest.raises(ValueError, match="operands must be 'fp16' or 'bf16', not 'fp8'"):
+        T.launch_tma(cuda.to_device(A_words), cuda.to_device(Bt_words), C, operands="fp8")

@@ -111,3 +111,20 @@ def test_each_threads_products_are_its_fragment_of_the_whole_product(rng, n):
                                    atol=1e-6)
     want = A[:, 32:48].astype(np.float16).astype(np.float64) @ Bt[:, 32:48].astype(np.float16).astype(np.float64).T
     np.testing.assert_allclose(W.from_fragments(whole), want, rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_operands_are_read_as_bf16(rng):
+    from gpulib import precision
+
+    A = rng.standard_normal((64, 16)).astype(np.float32)
+    Bt = rng.standard_normal((24, 16)).astype(np.float32)
+    smem = np.zeros(8192 + 24 * 128, np.uint8)
+    W.write_kmajor(smem, 0, A, "128B", operands="bf16")
+    W.write_kmajor(smem, 8192, Bt, "128B", operands="bf16")
+    a, b = smem_layout.descriptor(0, 16, 1024), smem_layout.descriptor(8192, 16, 1024)
+    np.testing.assert_array_equal(W.read_kmajor(smem, a, 64, operands="bf16"), precision.round_to(A, "bf16"))
+    D = W.multiply(smem, a, b, 24, operands="bf16")
+    want = precision.round_to(A, "bf16").astype(np.float64) @ precision.round_to(Bt, "bf16").astype(np.float64).T
+    np.testing.assert_allclose(D, want, rtol=1e-6, atol=1e-5)
+    with pytest.raises(ValueError, match="operands must be one of"):
+        W.write_kmajor(smem, 0, A, "128B", operands="fp8")

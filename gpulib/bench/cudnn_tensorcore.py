@@ -290,6 +290,7 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         rows.append(M.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
                                   flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
         entry = dict(size=S, layout="C = A·Bᵀ", library=rows[-1]["name"], rows=M.with_ratio(rows, rows[-1]["ms"]))
+        entry["bf16_rows"] = _bf16_rows(rng, S, repeat)
         if S == sizes[0]:  # the WMMA rung on its own layout, with its library in the same run
             B_dev = cuda.to_device(np.ascontiguousarray(Bt.T))
             cB = cupy.ascontiguousarray(cBt.T)
@@ -310,6 +311,33 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
     kernels["conv v3"] = dict(M.kernel_resources(TC.tc_conv_wgmma_kernel, TC.V3_THREADS),
                               dynamic_shared_bytes=TC.V3_SHARED, sass=M.sass_mix(TC.tc_conv_wgmma_kernel, WGMMA_SASS))
     return dict(M.header(repeat), sizes=out, kernels=kernels, conv=conv)
+
+
+def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
+    """v6 with bf16 operands against cuBLAS bf16 (PyTorch, writing bf16) on C = A·Bᵀ, both checked
+    against the float64 product of the bf16-rounded operands."""
+    import cupy
+    import torch
+
+    from gpulib import precision
+
+    A32, Bt32 = (rng.standard_normal((S, S)).astype(np.float32) for _ in range(2))
+    A_words, Bt_words = precision.bf16_bits(A32), precision.bf16_bits(Bt32)
+    cA, cBt = (cupy.asarray(precision.from_bf16_bits(w)).astype(cupy.float64) for w in (A_words, Bt_words))
+    want = cupy.asnumpy(cA @ cBt.T)
+    scale = float((cupy.abs(cA) @ cupy.abs(cBt).T).max())
+    del cA, cBt
+    flop = 2.0 * S**3
+    A_dev, Bt_dev = cuda.to_device(A_words), cuda.to_device(Bt_words)
+    C = poisoned((S, S))
+    rows = [M.checked_row(f"gpulib tensor-core GEMM v6 (wgmma, TMA), bf16, {TG.V6_DEFAULT}",
+                          lambda: TG.launch_tma(A_dev, Bt_dev, C, operands="bf16"), want, out=C, flop=flop, scale=scale,
+                          repeat=repeat)]
+    tA, tBt = (torch.as_tensor(precision.from_bf16_bits(w), device="cuda").to(torch.bfloat16) for w in (A_words, Bt_words))
+    out = torch.empty((S, S), device="cuda", dtype=torch.bfloat16)
+    rows.append(M.checked_row("cuBLAS bf16 (PyTorch), C = A·Bᵀ", lambda: torch.matmul(tA, tBt.T, out=out), want, flop=flop,
+                              scale=scale, rtol=1.6e-2, repeat=repeat))
+    return M.with_ratio(rows, rows[-1]["ms"])
 
 
 def measure_wgmma_conv(repeat: int = 20) -> dict:
@@ -348,6 +376,8 @@ def wgmma_table(r: dict) -> str:
         lines += M.rows_table(entry["rows"], "cuBLAS", width=58, indent="    ")
         if "wmma_rows" in entry:
             lines += M.rows_table(entry["wmma_rows"], "cuBLAS", width=58, indent="    ")
+        if "bf16_rows" in entry:
+            lines += M.rows_table(entry["bf16_rows"], "cuBLAS", width=58, indent="    ")
     c = r.get("conv")
     if c:
         best = c["cudnn_best"]

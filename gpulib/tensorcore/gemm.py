@@ -26,7 +26,8 @@
                 one thread asks for each 64-deep tile of A and of Bᵀ (the copy engine swizzles
                 it and fills what lies outside the matrices with zeros), one mbarrier per buffer
                 says when its bytes have landed, and the ring is kept STAGES - 1 tiles ahead.
-                The other 255 threads issue no copies and no address arithmetic.
+                The other 255 threads issue no copies and no address arithmetic. It also takes
+                bf16 operands (``operands="bf16"``: uint16 arrays of bf16 words).
 
 Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
 multiples of 16 (zeros add nothing to the products) and crops C back; version 5 needs only K a
@@ -315,9 +316,12 @@ V6_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128
 V6_DEFAULT = "128x128, 3 stages"  # the fastest measured: two blocks fit an SM
 
 
-def make_tc_gemm_v6(bn: int, stages: int):
-    """Version 6 for a 128 x ``bn`` block tile and ``stages`` buffers; returns (kernel, shared bytes)."""
-    mma = {64: wgmma.mma_n64, 128: wgmma.mma_n128, 256: wgmma.mma_n256}[bn]
+def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
+    """Version 6 for a 128 x ``bn`` block tile, ``stages`` buffers and fp16 or bf16 operands;
+    returns (kernel, shared bytes)."""
+    mma = {("fp16", 64): wgmma.mma_n64, ("fp16", 128): wgmma.mma_n128, ("fp16", 256): wgmma.mma_n256,
+           ("bf16", 64): wgmma.mma_bf16_n64, ("bf16", 128): wgmma.mma_bf16_n128,
+           ("bf16", 256): wgmma.mma_bf16_n256}[operands, bn]
     store = {64: wgmma.store_n64, 128: wgmma.store_n128, 256: wgmma.store_n256}[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
@@ -371,9 +375,17 @@ def make_tc_gemm_v6(bn: int, stages: int):
 
 
 V6_KERNELS = {name: make_tc_gemm_v6(*config) for name, config in V6_CONFIGS.items()}
+# bf16 operands (A and Bᵀ as uint16 arrays of bf16 words, ``precision.bf16_bits``): the default config
+V6_BF16_KERNELS = {V6_DEFAULT: make_tc_gemm_v6(*V6_CONFIGS[V6_DEFAULT], "bf16")}
 
 
-def _check_wgmma_operands(A16, Bt16, C):
+def _check_wgmma_operands(A16, Bt16, C, operands: str = "fp16"):
+    want = {"fp16": np.float16, "bf16": np.uint16}.get(operands)
+    if want is None:
+        raise ValueError(f"operands must be 'fp16' or 'bf16', not {operands!r}")
+    for name, X in (("A16", A16), ("Bt16", Bt16)):
+        if np.dtype(X.dtype) != want:
+            raise ValueError(f"{name} must hold {operands} operands as {np.dtype(want).name}, not {np.dtype(X.dtype).name}")
     M, K = A16.shape
     N = Bt16.shape[0]
     if K % 8 or Bt16.shape[1] != K:
@@ -396,13 +408,14 @@ def _tensor_map(array, box_rows: int):
     return _MAPS[key]
 
 
-def launch_tma(A16, Bt16, C, config: str = V6_DEFAULT):
+def launch_tma(A16, Bt16, C, config: str = V6_DEFAULT, operands: str = "fp16"):
     """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 6 (TMA) on device operands (fp16,
-    rows contiguous, K a multiple of 8)."""
-    if config not in V6_KERNELS:
-        raise ValueError(f"unknown config {config!r}; choose one of {tuple(V6_KERNELS)}")
-    _check_wgmma_operands(A16, Bt16, C)
-    kernel, shared = V6_KERNELS[config]
+    or with ``operands="bf16"`` uint16 arrays of bf16 words; rows contiguous, K a multiple of 8)."""
+    kernels = V6_BF16_KERNELS if operands == "bf16" else V6_KERNELS
+    if config not in kernels:
+        raise ValueError(f"unknown config {config!r}; choose one of {tuple(kernels)}")
+    _check_wgmma_operands(A16, Bt16, C, operands)
+    kernel, shared = kernels[config]
     bn = V6_CONFIGS[config][0]
     M, K = A16.shape
     grid = blocks(Bt16.shape[0], bn) * blocks(M, V5_BM)

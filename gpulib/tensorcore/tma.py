@@ -78,8 +78,9 @@ ON_GPU = on_gpu()
 
 def _check_operand(array, name: str, box_rows: int) -> None:
     shape, dtype = tuple(array.shape), np.dtype(array.dtype)
-    if len(shape) != 2 or dtype != np.float16:
-        raise ValueError(f"{name} must be a 2-D fp16 array, not {len(shape)}-D {dtype.name}")
+    if len(shape) != 2 or dtype not in (np.float16, np.uint16):
+        raise ValueError(f"{name} must be a 2-D fp16 array (or uint16 holding bf16 words), not {len(shape)}-D "
+                         f"{dtype.name}")
     if shape[1] % 8 or array.strides != (2 * shape[1], 2):
         raise ValueError(f"{name} must have contiguous rows of a multiple of 8 values (TMA moves 16-byte "
                          f"multiples), not shape {shape} with strides {array.strides}")
@@ -106,8 +107,11 @@ if ON_GPU:
             _check_operand(array, "array", box_rows)
             rows, k = array.shape
             u32, u64 = cu.cuuint32_t, cu.cuuint64_t
+            kind = cu.CUtensorMapDataType
+            data_type = kind.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if array.dtype == np.float16 else \
+                kind.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
             error, encoded = cu.cuTensorMapEncodeTiled(
-                cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                data_type, 2,
                 array.__cuda_array_interface__["data"][0], [u64(k), u64(rows)], [u64(2 * k)],
                 [u32(BOX_K), u32(box_rows)], [u32(1), u32(1)],
                 cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
@@ -218,21 +222,22 @@ else:
         """Emulation: the box (zeros outside the array) placed chunk by chunk at its swizzled place."""
         source = np.asarray(tensor_map.array)
         rows = tensor_map.box_rows
-        box = np.zeros((rows, BOX_K), np.float16)
-        part = source[row:row + rows, col:col + BOX_K]
+        box = np.zeros((rows, BOX_K), np.uint16)  # the 16-bit words as they are (fp16 or bf16)
+        part = source[row:row + rows, col:col + BOX_K].view(np.uint16)
         box[:part.shape[0], :part.shape[1]] = part
         r = np.arange(rows)[:, None]
         chunks = np.arange(BOX_K // 8)[None, :]
         at = (byte + r * 128 + (chunks ^ (r % 8)) * 16) // 2
-        memory = np.asarray(smem)
+        memory = np.asarray(smem).view(np.uint16)
         for i in range(8):
             memory[at + i] = box[:, i::8]
         _barrier(bars, s).add(0, -box.nbytes)  # the whole box counts, zeros included, as on a GPU
 
 
 def tensor_map(array, box_rows: int) -> TensorMap:
-    """The tensor map of a 2-D fp16 device array (rows of K values, K a multiple of 8) for boxes of
-    ``box_rows`` x 64 values in the 128-byte swizzle. ValueError for anything else."""
+    """The tensor map of a 2-D fp16 device array, or a uint16 one holding bf16 words (rows of K
+    values, K a multiple of 8), for boxes of ``box_rows`` x 64 values in the 128-byte swizzle.
+    ValueError for anything else."""
     return TensorMap(array, box_rows)
 
 

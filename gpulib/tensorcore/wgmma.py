@@ -54,16 +54,17 @@ SWIZZLE_128B = 1  # the descriptor's swizzle code (smem_layout.SWIZZLES["128B"])
 N_SIZES = (64, 128, 256)  # the N this module offers (the instruction takes any multiple of 8)
 
 
-def _mma_source(n: int) -> str:
+def _mma_source(n: int, operands: str = "f16") -> str:
     regs = ", ".join(f"%{i}" for i in range(n // 2))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(n // 2))
     a, b, scale = n // 2, n // 2 + 1, n // 2 + 2
+    name = f"gpulib_wgmma_n{n}" if operands == "f16" else f"gpulib_wgmma_{operands}_n{n}"
     return f"""
-extern "C" __device__ int gpulib_wgmma_n{n}(int* ret, unsigned long long acc, unsigned long long a_desc,
+extern "C" __device__ int {name}(int* ret, unsigned long long acc, unsigned long long a_desc,
                                            unsigned long long b_desc, int scale_d) {{
     float* d = reinterpret_cast<float*>(acc);
     asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{scale}, 0;\\n"
-                 " wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n}}\\n"
+                 " wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operands}.{operands} {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n}}\\n"
                  : {outs} : "l"(a_desc), "l"(b_desc), "r"(scale_d));
     return 0;
 }}
@@ -83,7 +84,7 @@ extern "C" __device__ int gpulib_wgmma_commit(int* ret) { asm volatile("wgmma.co
 extern "C" __device__ int gpulib_wgmma_wait0(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); return 0; }
 extern "C" __device__ int gpulib_wgmma_wait1(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); return 0; }
 extern "C" __device__ int gpulib_fence_async_proxy(int* ret) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); return 0; }
-""" + "".join(_mma_source(n) for n in N_SIZES)
+""" + "".join(_mma_source(n, kind) for n in N_SIZES for kind in ("f16", "bf16"))
 
 ON_GPU = on_gpu()
 
@@ -148,6 +149,7 @@ if ON_GPU:
     fence_async_proxy = cuda.declare_device("gpulib_fence_async_proxy", types.int32())
     _mma_sig = types.int32(types.uint64, types.uint64, types.uint64, types.int32)
     _mma64, _mma128, _mma256 = (cuda.declare_device(f"gpulib_wgmma_n{n}", _mma_sig) for n in N_SIZES)
+    _bf64, _bf128, _bf256 = (cuda.declare_device(f"gpulib_wgmma_bf16_n{n}", _mma_sig) for n in N_SIZES)
 
     @cuda.jit(device=True)
     def aligned_start(smem):
@@ -185,6 +187,21 @@ if ON_GPU:
         """acc (128 floats) = A·Bᵀ + (acc if scale_d else 0), N = 256; asynchronous."""
         _mma256(acc.ctypes.data, a_desc, b_desc, scale_d)
 
+    @cuda.jit(device=True)
+    def mma_bf16_n64(acc, a_desc, b_desc, scale_d):
+        """mma_n64 with bf16 operands (.f32.bf16.bf16)."""
+        _bf64(acc.ctypes.data, a_desc, b_desc, scale_d)
+
+    @cuda.jit(device=True)
+    def mma_bf16_n128(acc, a_desc, b_desc, scale_d):
+        """mma_n128 with bf16 operands."""
+        _bf128(acc.ctypes.data, a_desc, b_desc, scale_d)
+
+    @cuda.jit(device=True)
+    def mma_bf16_n256(acc, a_desc, b_desc, scale_d):
+        """mma_n256 with bf16 operands."""
+        _bf256(acc.ctypes.data, a_desc, b_desc, scale_d)
+
 else:
     LINK = []
 
@@ -209,24 +226,25 @@ else:
     def copy16_async(smem, byte, src, row, col, valid):
         """Emulation: the 8 values (or zeros) are in place at once."""
         at = byte // 2
-        if valid:
-            smem[at:at + 8] = src[row, col:col + 8]
+        if valid:  # the 16 bytes as they are (fp16 or bf16 words)
+            smem.view(np.uint16)[at:at + 8] = src[row, col:col + 8].view(np.uint16)
         else:
             smem[at:at + 8] = 0
 
-    def _emulated_mma(n: int):
+    def _emulated_mma(n: int, operands: str = "fp16"):
         @cuda.jit(device=True)
         def mma(acc, a_desc, b_desc, scale_d):
-            """Emulation: this thread's N/2 products of the fp16 operands read through the
-            descriptors (fp32 sums), added to acc (or replacing it when scale_d is 0)."""
+            """Emulation: this thread's N/2 products of the fp16 (or bf16) operands read through
+            the descriptors (fp32 sums), added to acc (or replacing it when scale_d is 0)."""
             image = np.asarray(a_desc.memory).view(np.uint8)
             if b_desc.memory is not a_desc.memory:
                 raise ValueError("A and B must lie in the same shared array")
-            products = wgmma_model.thread_products(image, int(a_desc), int(b_desc), n, thread_in_warpgroup())
+            products = wgmma_model.thread_products(image, int(a_desc), int(b_desc), n, thread_in_warpgroup(), operands)
             acc[:] = products + (acc if scale_d else np.float32(0.0))
         return mma
 
     mma_n64, mma_n128, mma_n256 = (_emulated_mma(n) for n in N_SIZES)
+    mma_bf16_n64, mma_bf16_n128, mma_bf16_n256 = (_emulated_mma(n, "bf16") for n in N_SIZES)
 
     @cuda.jit(device=True)
     def fence():

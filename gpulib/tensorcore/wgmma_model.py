@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulib import precision
 from gpulib.tensorcore import smem_layout
 
 M_TILE, K_TILE, THREADS = 64, 16, 128
@@ -99,29 +100,45 @@ def kmajor_addresses(start: int, rows, k: int, mode: str, stride_byte_offset: in
     return smem_layout.swizzle_array(logical, mode)
 
 
+OPERANDS = ("fp16", "bf16")  # the 16-bit operand formats (.f16 / .bf16 in the instruction's name)
+
+
+def _words(tile, operands: str) -> np.ndarray:
+    """A tile's values as the 16-bit words shared memory holds."""
+    if operands not in OPERANDS:
+        raise ValueError(f"operands must be one of {OPERANDS}, not {operands!r}")
+    if operands == "bf16":
+        return precision.bf16_bits(tile)
+    return np.asarray(tile, np.float16).view(np.uint16)
+
+
+def _values(words: np.ndarray, operands: str) -> np.ndarray:
+    """16-bit words back to their float32 values."""
+    return precision.from_bf16_bits(words) if operands == "bf16" else words.view(np.float16).astype(np.float32)
+
+
 def write_kmajor(smem: np.ndarray, start: int, tile: np.ndarray, mode: str = "128B",
-                 stride_byte_offset: int | None = None) -> None:
+                 stride_byte_offset: int | None = None, operands: str = "fp16") -> None:
     """Store ``tile`` [rows, K] (K-major: each row's K values in a run) as fp16 into the byte
     image ``smem`` (uint8) at byte ``start``, in the canonical layout of ``mode``: what a
     kernel's copies (or TMA) must produce for wgmma to read it. K may fill a whole row of the
     atom (64 fp16 values for 128B): wgmma then reads it 16 at a time, its descriptor's start
     moved 32 bytes along K for each slice."""
-    values = np.asarray(tile, np.float16)
-    rows, k = values.shape
+    words = _words(tile, operands)
+    rows, k = words.shape
     width = smem_layout.row_bytes(mode)
     if start % width + 2 * k > width:
         raise ValueError(f"K = {k} fp16 values from byte {start % width} of a row pass its {width} bytes")
     sbo = 8 * width if stride_byte_offset is None else stride_byte_offset
     _check_placement(smem, start, rows, mode, sbo)
     at = kmajor_addresses(start, np.arange(rows), k, mode, sbo)
-    pairs = values.view(np.uint16)
-    smem[at] = (pairs & 0xFF).astype(np.uint8)
-    smem[at + 1] = (pairs >> 8).astype(np.uint8)
+    smem[at] = (words & 0xFF).astype(np.uint8)
+    smem[at + 1] = (words >> 8).astype(np.uint8)
 
 
-def read_kmajor(smem: np.ndarray, desc: int, rows: int, k: int = K_TILE, only=None) -> np.ndarray:
-    """The fp16 tile [rows, k] that descriptor ``desc`` points wgmma at in the byte image (or
-    just its rows ``only``, in that order)."""
+def read_kmajor(smem: np.ndarray, desc: int, rows: int, k: int = K_TILE, only=None, operands: str = "fp16") -> np.ndarray:
+    """The tile [rows, k] that descriptor ``desc`` points wgmma at in the byte image (or just its
+    rows ``only``, in that order): fp16 values, or with ``operands="bf16"`` bf16 values as float32."""
     fields = smem_layout.decode(desc)
     if fields["base_offset"]:
         raise ValueError("this model covers swizzle atoms aligned to their size (base_offset 0)")
@@ -129,16 +146,18 @@ def read_kmajor(smem: np.ndarray, desc: int, rows: int, k: int = K_TILE, only=No
     wanted = np.arange(rows) if only is None else np.asarray(only)
     at = kmajor_addresses(fields["start"], wanted, k, fields["mode"], fields["stride_byte_offset"])
     image = np.asarray(smem, np.uint8)
-    return (image[at] | image[at + 1].astype(np.uint16) << 8).view(np.float16)
+    words = image[at] | image[at + 1].astype(np.uint16) << 8
+    return words.view(np.float16) if operands == "fp16" else _values(words, operands)
 
 
-def multiply(smem: np.ndarray, a_desc: int, b_desc: int, n: int, D: np.ndarray | None = None) -> np.ndarray:
+def multiply(smem: np.ndarray, a_desc: int, b_desc: int, n: int, D: np.ndarray | None = None,
+             operands: str = "fp16") -> np.ndarray:
     """D + A·B for one wgmma m64nNk16: A [64, 16] and B (stored K-major as Bᵀ [N, 16]) read
     from the byte image through their descriptors, fp16 operands, sums in float64 (returned as
     float32). ``D`` None: start from zero (the instruction's scale-d = 0)."""
     _check_n(n)
-    A = read_kmajor(smem, a_desc, M_TILE).astype(np.float64)
-    Bt = read_kmajor(smem, b_desc, n).astype(np.float64)
+    A = read_kmajor(smem, a_desc, M_TILE, operands=operands).astype(np.float64)
+    Bt = read_kmajor(smem, b_desc, n, operands=operands).astype(np.float64)
     acc = np.zeros((M_TILE, n)) if D is None else np.asarray(D, np.float64)
     return (acc + A @ Bt.T).astype(np.float32)
 
@@ -154,13 +173,14 @@ def _owned(n: int) -> tuple[np.ndarray, np.ndarray]:
 _OWNED: dict = {}
 
 
-def thread_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, thread: int) -> np.ndarray:
-    """The N/2 values of A·B (fp16 operands, fp32 sums) that ``thread`` of the warpgroup holds
-    after one wgmma m64nNk16, in its register order: what the simulator's emulation gives each
-    thread (only the 2 rows of A and N/4 columns of B it needs are read)."""
+def thread_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, thread: int,
+                    operands: str = "fp16") -> np.ndarray:
+    """The N/2 values of A·B (fp16 or bf16 operands, fp32 sums) that ``thread`` of the warpgroup
+    holds after one wgmma m64nNk16, in its register order: what the simulator's emulation gives
+    each thread (only the 2 rows of A and N/4 columns of B it needs are read)."""
     _check_n(n)
     rows, cols = _owned(n)
     r, c = rows[thread], cols[thread]
-    A = read_kmajor(smem, a_desc, M_TILE, only=r).astype(np.float32)
-    Bt = read_kmajor(smem, b_desc, n, only=c).astype(np.float32)
+    A = read_kmajor(smem, a_desc, M_TILE, only=r, operands=operands).astype(np.float32)
+    Bt = read_kmajor(smem, b_desc, n, only=c, operands=operands).astype(np.float32)
     return np.einsum("ik,ik->i", A, Bt, dtype=np.float32)
