@@ -246,8 +246,7 @@ def grouped_tile(M, N, bm, bn):
 def make_tc_gemm_v5(bn: int, stages: int):
     """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256) and a ring of ``stages``
     (3 or 4) shared buffers of A's and Bᵀ's 64-deep tiles; returns (kernel, shared bytes)."""
-    mma = {64: wgmma.mma_n64, 128: wgmma.mma_n128, 256: wgmma.mma_n256}[bn]
-    store = {64: wgmma.store_n64, 128: wgmma.store_n128, 256: wgmma.store_n256}[bn]
+    mma, store = wgmma.MMA["fp16", bn], wgmma.STORE[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
     acc_size = bn // 2  # each thread's share of its warpgroup's 64 x bn accumulators
@@ -319,10 +318,7 @@ V6_DEFAULT = "128x128, 3 stages"  # the fastest measured: two blocks fit an SM
 def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
     """Version 6 for a 128 x ``bn`` block tile, ``stages`` buffers and fp16 or bf16 operands;
     returns (kernel, shared bytes)."""
-    mma = {("fp16", 64): wgmma.mma_n64, ("fp16", 128): wgmma.mma_n128, ("fp16", 256): wgmma.mma_n256,
-           ("bf16", 64): wgmma.mma_bf16_n64, ("bf16", 128): wgmma.mma_bf16_n128,
-           ("bf16", 256): wgmma.mma_bf16_n256}[operands, bn]
-    store = {64: wgmma.store_n64, 128: wgmma.store_n128, 256: wgmma.store_n256}[bn]
+    mma, store = wgmma.MMA[operands, bn], wgmma.STORE[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
     acc_size = bn // 2

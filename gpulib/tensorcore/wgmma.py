@@ -254,6 +254,11 @@ else:
 
 async_commit, async_wait_one, async_wait_all = wmma.async_commit, wmma.async_wait_one, wmma.async_wait_all
 
+# the multiply and the epilogue for each (operands, N) and N: what a kernel factory picks from
+MMA = {("fp16", 64): mma_n64, ("fp16", 128): mma_n128, ("fp16", 256): mma_n256,
+       ("bf16", 64): mma_bf16_n64, ("bf16", 128): mma_bf16_n128, ("bf16", 256): mma_bf16_n256}
+STORE = {64: store_n64, 128: store_n128, 256: store_n256}
+
 
 def kernel(fn=None, *, max_registers: int | None = None):
     """``cuda.jit`` for a kernel that calls these functions: links the PTX on a GPU."""
