@@ -130,7 +130,7 @@ def bank_passes(mode: str = "128B", chunk: int = 0) -> int:
     width = row_bytes(mode)
     banks: dict[int, set] = {}
     for row in range(8):
-        address = swizzle(row * width + 16 * chunk, mode) if mode != "none" else row * width + 16 * chunk
+        address = swizzle(row * width + 16 * chunk, mode)  # "none" leaves it
         for word in range(4):  # a 16-byte chunk covers 4 banks of 4 bytes
             bank = (address // 4 + word) % 32
             banks.setdefault(bank, set()).add(address // 4 + word)

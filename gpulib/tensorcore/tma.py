@@ -227,7 +227,7 @@ else:
         box[:part.shape[0], :part.shape[1]] = part
         r = np.arange(rows)[:, None]
         chunks = np.arange(BOX_K // 8)[None, :]
-        at = (byte + r * 128 + (chunks ^ (r % 8)) * 16) // 2
+        at = (byte + wgmma.swizzled_byte(r, chunks)) // 2  # where cp.async would put each chunk
         memory = np.asarray(smem).view(np.uint16)
         for i in range(8):
             memory[at + i] = box[:, i::8]
