@@ -111,6 +111,36 @@ def test_v6_over_several_blocks(rng, config):
     _check_v5(rng, 130, 2 * T.V6_CONFIGS[config][0] - 20, 72, config, T.launch_tma)
 
 
+def _launch_v7(A16, Bt16, C, config):
+    T.launch_tma(A16, Bt16, C, config, version="v7")
+
+
+def test_v7_producer_and_multipliers_meet_only_at_barriers(rng):
+    # a 128x256 tile with 3 buffers
+    """K = 456: eight tiles through 3 buffers, so the producer waits on every "empty" barrier
+    with parity 0 and then 1, and the multipliers on "full" ones with both parities; the boxes
+    hang over M = 70 and N = 40."""
+    _check_v5(rng, 70, 40, 456, "128x256, 3 stages", _launch_v7)
+
+
+@pytest.mark.parametrize("config", ["128x128, 4 stages"])
+def test_v7_over_several_blocks(rng, config):
+    """2 x 2 blocks (ragged both ways), two 64-deep steps: fewer tiles than buffers, so no
+    buffer is waited on as empty. With the test above, both tile widths and both ring sizes
+    (the configs differ in nothing else the simulator can see: registers are not modelled)."""
+    _check_v5(rng, 130, 2 * T.V7_CONFIGS[config][0] - 20, 72, config, _launch_v7)
+
+
+def test_v7_refuses_an_unknown_version_or_config():
+    A, Bt = cuda.to_device(np.ones((64, 16), np.uint16)), cuda.to_device(np.ones((32, 16), np.uint16))
+    C = cuda.device_array((64, 32), np.float32)
+    with pytest.raises(ValueError, match=r"version must be one of \('v6', 'v7'\), not 'v8'"):
+        T.launch_tma(A, Bt, C, version="v8")
+    with pytest.raises(ValueError, match=r"unknown config '128x128, 4 stages' for v7 with bf16 operands; "
+                                         r"choose one of \('128x256, 3 stages',\)"):
+        T.launch_tma(A, Bt, C, "128x128, 4 stages", operands="bf16", version="v7")
+
+
 @pytest.mark.parametrize("version", T.WGMMA_VERSIONS)
 def test_matmul_tc_v5_and_v6_take_any_shape(rng, version):
     A = rng.standard_normal((33, 21)).astype(np.float32)  # K = 21 padded to 24 with zeros
@@ -190,6 +220,10 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config, T.launch_tma)
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "LDGSTS" not in sass, config
+    for config, (kernel, _) in T.V7_KERNELS.items():
+        _check_v5(np.random.default_rng(0), 64, 64, 64, config, _launch_v7)
+        sass = "\n".join(kernel.inspect_sass().values())
+        assert "HGMMA" in sass and "UTMALDG" in sass and "USETMAXREG" in sass, config
 
 
 @pytest.mark.parametrize("padding, stride", [(1, 1), (2, 2)])

@@ -14,10 +14,12 @@ or read from benchmarks/results/cudnn_tensorcore.json.
     resources      what the compiler gave each tensor-core kernel (registers, local memory,
                    shared memory, blocks per SM), and conv v2 timed with and without its
                    register cap (``measure_part("resources")`` adds it to stored results)
-    wgmma          tensor-core GEMM v5 and v6 (Hopper's warpgroup MMA; v6 with TMA) in each config against
-                   cuBLAS fp16 on the same C = A·Bᵀ at 4096³ and 8192³, v4 (WMMA) and cuBLAS on
-                   C = A·B at 4096³ in the same run, and each v5 kernel's registers, shared
-                   memory and SASS (HGMMA, LDGSTS, BAR) (``--part wgmma``)
+    wgmma          tensor-core GEMM v5, v6 and v7 (Hopper's warpgroup MMA; v6 with TMA, v7 with a
+                   producer warpgroup) in each config against cuBLAS fp16 on the same C = A·Bᵀ
+                   at 4096³ and 8192³, v6 and v7 with bf16 operands against cuBLAS bf16, v4
+                   (WMMA) and cuBLAS on C = A·B at 4096³ in the same run, conv v3 against
+                   PyTorch and cuDNN's plans, and each kernel's registers, shared memory and
+                   SASS (HGMMA, LDGSTS, UTMALDG, BAR) (``--part wgmma``)
     winograd_f4    Winograd F(4x4, 3x3) on the 16.3 layer: the whole call (events and wall time),
                    each of its four launches, cuDNN fp32 and implicit precomp GEMM in the same
                    run, and its batched GEMM's registers and SASS (``--part winograd_f4``)
@@ -279,7 +281,9 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(Bt)
         rows = []
         for version, launch, configs in (("v5 (wgmma, cp.async)", TG.launch_wgmma, TG.V5_KERNELS),
-                                         ("v6 (wgmma, TMA)", TG.launch_tma, TG.V6_KERNELS)):
+                                         ("v6 (wgmma, TMA)", TG.launch_tma, TG.V6_KERNELS),
+                                         ("v7 (wgmma, TMA, producer warpgroup)",
+                                          lambda *a: TG.launch_tma(*a, version="v7"), TG.V7_KERNELS)):
             for config in configs:
                 C = poisoned((S, S))
                 rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}, {config}",
@@ -304,9 +308,10 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         out.append(entry)
         del A_dev, Bt_dev, cA, cBt, cC
     conv = measure_wgmma_conv(repeat)
-    kernels = {f"{version} {config}": dict(M.kernel_resources(kernel, TG.V5_THREADS), dynamic_shared_bytes=shared,
+    kernels = {f"{version} {config}": dict(M.kernel_resources(kernel, threads), dynamic_shared_bytes=shared,
                                            sass=M.sass_mix(kernel, WGMMA_SASS))
-               for version, table in (("v5", TG.V5_KERNELS), ("v6", TG.V6_KERNELS))
+               for version, table, threads in (("v5", TG.V5_KERNELS, TG.V5_THREADS), ("v6", TG.V6_KERNELS, TG.V5_THREADS),
+                                               ("v7", TG.V7_KERNELS, TG.V7_THREADS))
                for config, (kernel, shared) in table.items()}
     kernels["conv v3"] = dict(M.kernel_resources(TC.tc_conv_wgmma_kernel, TC.V3_THREADS),
                               dynamic_shared_bytes=TC.V3_SHARED, sass=M.sass_mix(TC.tc_conv_wgmma_kernel, WGMMA_SASS))
@@ -314,8 +319,8 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
 
 
 def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
-    """v6 with bf16 operands against cuBLAS bf16 (PyTorch, writing bf16) on C = A·Bᵀ, both checked
-    against the float64 product of the bf16-rounded operands."""
+    """v6 and v7 with bf16 operands against cuBLAS bf16 (PyTorch, writing bf16) on C = A·Bᵀ, all
+    checked against the float64 product of the bf16-rounded operands."""
     import cupy
     import torch
 
@@ -329,10 +334,14 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
     del cA, cBt
     flop = 2.0 * S**3
     A_dev, Bt_dev = cuda.to_device(A_words), cuda.to_device(Bt_words)
-    C = poisoned((S, S))
-    rows = [M.checked_row(f"gpulib tensor-core GEMM v6 (wgmma, TMA), bf16, {TG.V6_DEFAULT}",
-                          lambda: TG.launch_tma(A_dev, Bt_dev, C, operands="bf16"), want, out=C, flop=flop, scale=scale,
-                          repeat=repeat)]
+    rows = []
+    for version, name, config in (("v6", "v6 (wgmma, TMA)", TG.V6_DEFAULT),
+                                  ("v7", "v7 (wgmma, TMA, producer warpgroup)", TG.V7_DEFAULT)):
+        C = poisoned((S, S))  # fresh for each kernel: an element left unwritten fails its check
+        rows.append(M.checked_row(f"gpulib tensor-core GEMM {name}, bf16, {config}",
+                                  lambda: TG.launch_tma(A_dev, Bt_dev, C, operands="bf16", version=version), want,
+                                  out=C, flop=flop, scale=scale, repeat=repeat))
+        del C
     tA, tBt = (torch.as_tensor(precision.from_bf16_bits(w), device="cuda").to(torch.bfloat16) for w in (A_words, Bt_words))
     out = torch.empty((S, S), device="cuda", dtype=torch.bfloat16)
     rows.append(M.checked_row("cuBLAS bf16 (PyTorch), C = A·Bᵀ", lambda: torch.matmul(tA, tBt.T, out=out), want, flop=flop,

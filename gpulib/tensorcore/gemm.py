@@ -28,6 +28,12 @@
                 says when its bytes have landed, and the ring is kept STAGES - 1 tiles ahead.
                 The other 255 threads issue no copies and no address arithmetic. It also takes
                 bf16 operands (``operands="bf16"``: uint16 arrays of bf16 words).
+    version 7   version 6 with the work split by role (warp specialization): a third warpgroup
+                only asks TMA for tiles, the two others only multiply. Two barriers per buffer,
+                "full" (its bytes have landed) and "empty" (both multiplying warpgroups are done
+                with it), replace the whole block's barrier at every step, so neither warpgroup
+                waits for the other. ``setmaxnreg`` moves registers from the producer, which
+                needs few, to the multiplying warpgroups: a 64 x 256 tile's 128 accumulators fit.
 
 Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
 multiples of 16 (zeros add nothing to the products) and crops C back; version 5 needs only K a
@@ -47,7 +53,7 @@ float16 = types.float16
 
 WARPS = 4  # warps per block, stacked along the rows of C
 VERSIONS = ("v1", "v2", "v3", "v4")  # WMMA (warp-level), B given as [K, N]
-WGMMA_VERSIONS = ("v5", "v6")  # warpgroup MMA, B given as Bᵀ [N, K]
+WGMMA_VERSIONS = ("v5", "v6", "v7")  # warpgroup MMA, B given as Bᵀ [N, K]
 
 
 @wmma.kernel
@@ -311,8 +317,9 @@ def make_tc_gemm_v5(bn: int, stages: int):
 V5_KERNELS = {name: make_tc_gemm_v5(*config) for name, config in V5_CONFIGS.items()}
 
 
-V6_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128x256, 4 stages": (256, 4)}
-V6_DEFAULT = "128x128, 3 stages"  # the fastest measured: two blocks fit an SM
+V6_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128x256, 4 stages": (256, 4),
+              "128x256, 3 stages": (256, 3)}
+V6_DEFAULT = "128x256, 4 stages"  # the fastest measured (4096³ on an H200)
 
 
 def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
@@ -375,6 +382,94 @@ V6_KERNELS = {name: make_tc_gemm_v6(*config) for name, config in V6_CONFIGS.item
 V6_BF16_KERNELS = {V6_DEFAULT: make_tc_gemm_v6(*V6_CONFIGS[V6_DEFAULT], "bf16")}
 
 
+V7_CONFIGS = {  # bn, stages, registers per thread at launch, then the producer's and the multipliers'
+    "128x256, 3 stages": (256, 3, 168, 40, 232),  # one block an SM: 40 + 2 x 232 = 3 x 168
+    "128x256, 4 stages": (256, 4, 168, 40, 232),
+    "128x128, 4 stages": (128, 4, 168, 40, 232),
+}  # two blocks an SM (128x128, 3 stages) would leave 80 registers a thread: too few for ptxas
+V7_DEFAULT = "128x256, 3 stages"
+V7_THREADS = 3 * wgmma.WARPGROUP
+
+
+def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: int, consumer_registers: int,
+                    operands: str = "fp16"):
+    """Version 7 for a 128 x ``bn`` block tile and ``stages`` buffers: one producer warpgroup and
+    two multiplying ones, whose registers ``setmaxnreg`` sets; returns (kernel, shared bytes)."""
+    mma, store = wgmma.MMA[operands, bn], wgmma.STORE[bn]
+    release, claim = wgmma.RELEASE[producer_registers], wgmma.CLAIM[consumer_registers]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    acc_size = bn // 2
+
+    @cuda.jit(device=True)
+    def produce(smem, base, full, empty, a_map, b_map, row0, col0, steps):
+        """(One thread) every tile in turn: wait until its buffer is empty, announce its bytes, ask TMA."""
+        for tile in range(steps):
+            s = tile % stages
+            if tile >= stages:  # the buffer's previous tile, tile - stages, must be done with
+                tma.wait(empty, s, (tile // stages - 1) % 2)
+            tma.expect(full, s, stage_bytes)
+            tma.load(smem, base + s * stage_bytes, a_map, row0, tile * V5_BK, full, s)
+            tma.load(smem, base + s * stage_bytes + a_bytes, b_map, col0, tile * V5_BK, full, s)
+
+    @cuda.jit(device=True)
+    def consume(smem, base, full, empty, acc, group, steps):
+        """(A multiplying warpgroup) every tile in turn: wait until it is full, multiply, and say
+        when the tile before it is done with (one arrival per warpgroup)."""
+        for step in range(steps):
+            s = step % stages
+            tma.wait(full, s, (step // stages) % 2)
+            wgmma.fence()
+            stage = base + s * stage_bytes
+            for kk in range(V5_BK // wgmma.K_TILE):
+                a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
+                b = wgmma.descriptor(smem, stage + a_bytes + 32 * kk, wgmma.ATOM_BYTES)
+                mma(acc, a, b, min(step + kk, 1))  # the very first multiply starts from zero
+            wgmma.commit()
+            wgmma.wait_one()  # the multiplies of tile step - 1 are done: its buffer is free
+            if step > 0 and wgmma.thread_in_warpgroup() == 0:
+                tma.arrive(empty, (step - 1) % stages)
+        wgmma.wait_all()
+
+    @tma.kernel(max_registers=registers)
+    def tc_gemm_v7_kernel(a_map, b_map, C, K):
+        """Each block owns a 128 x bn tile of C (grouped_tile). Warpgroup 0 fetches; warpgroup
+        1 + g multiplies and stores rows 64g .. 64g + 63."""
+        smem = cuda.shared.array(0, float16)
+        full = cuda.shared.array(stages, uint64)
+        empty = cuda.shared.array(stages, uint64)
+        base = 2 * wgmma.aligned_start(smem)
+        t = cuda.threadIdx.x
+        role = t // wgmma.WARPGROUP
+        row0, col0 = grouped_tile(C.shape[0], C.shape[1], V5_BM, bn)
+        steps = (K + V5_BK - 1) // V5_BK
+        if t == 0:
+            for s in range(stages):
+                tma.init(full, s, 1)  # the producer's expect; then the bytes
+                tma.init(empty, s, 2)  # one arrival from each multiplying warpgroup
+        tma.fence_init()
+        cuda.syncthreads()  # the last block-wide barrier: from here on the roles meet only at mbarriers
+        if role == 0:
+            release()
+            if t == 0:
+                produce(smem, base, full, empty, a_map, b_map, row0, col0, steps)
+        else:
+            claim()
+            acc = cuda.local.array(acc_size, float32)
+            consume(smem, base, full, empty, acc, role - 1, steps)
+            store(C, row0 + wgmma.M_TILE * (role - 1), col0, acc)
+
+    return tc_gemm_v7_kernel, stages * stage_bytes + wgmma.ATOM_BYTES
+
+
+V7_KERNELS = {name: make_tc_gemm_v7(*config) for name, config in V7_CONFIGS.items()}
+V7_BF16_KERNELS = {V7_DEFAULT: make_tc_gemm_v7(*V7_CONFIGS[V7_DEFAULT], "bf16")}
+# what launch_tma picks from: (version, operands) → {config: (kernel, shared bytes)}, config → (bn, ...)
+TMA_KERNELS = {("v6", "fp16"): V6_KERNELS, ("v6", "bf16"): V6_BF16_KERNELS,
+               ("v7", "fp16"): V7_KERNELS, ("v7", "bf16"): V7_BF16_KERNELS}
+TMA_CONFIGS = {"v6": (V6_CONFIGS, V6_DEFAULT, V5_THREADS), "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS)}
+
+
 def _check_wgmma_operands(A16, Bt16, C, operands: str = "fp16"):
     want = {"fp16": np.float16, "bf16": np.uint16}.get(operands)
     if want is None:
@@ -404,19 +499,25 @@ def _tensor_map(array, box_rows: int):
     return _MAPS[key]
 
 
-def launch_tma(A16, Bt16, C, config: str = V6_DEFAULT, operands: str = "fp16"):
-    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 6 (TMA) on device operands (fp16,
-    or with ``operands="bf16"`` uint16 arrays of bf16 words; rows contiguous, K a multiple of 8)."""
-    kernels = V6_BF16_KERNELS if operands == "bf16" else V6_KERNELS
-    if config not in kernels:
-        raise ValueError(f"unknown config {config!r}; choose one of {tuple(kernels)}")
+def launch_tma(A16, Bt16, C, config: str | None = None, operands: str = "fp16", version: str = "v6"):
+    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 6 or 7 (TMA) on device operands
+    (fp16, or with ``operands="bf16"`` uint16 arrays of bf16 words; rows contiguous, K a multiple
+    of 8); ``config`` None is the version's default."""
+    if version not in TMA_CONFIGS:
+        raise ValueError(f"version must be one of {tuple(TMA_CONFIGS)}, not {version!r}")
     _check_wgmma_operands(A16, Bt16, C, operands)
+    configs, default, threads = TMA_CONFIGS[version]
+    config = default if config is None else config
+    kernels = TMA_KERNELS[version, operands]
+    if config not in kernels:
+        raise ValueError(f"unknown config {config!r} for {version} with {operands} operands; "
+                         f"choose one of {tuple(kernels)}")
     kernel, shared = kernels[config]
-    bn = V6_CONFIGS[config][0]
+    bn = configs[config][0]
     M, K = A16.shape
     grid = blocks(Bt16.shape[0], bn) * blocks(M, V5_BM)
     a_map, b_map = _tensor_map(A16, V5_BM).argument, _tensor_map(Bt16, bn).argument
-    wgmma.launch(kernel, grid, V5_THREADS, shared, a_map, b_map, C, K)
+    wgmma.launch(kernel, grid, threads, shared, a_map, b_map, C, K)
 
 
 def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):
@@ -478,7 +579,10 @@ def matmul_tc(A, B, *, version: str = "v2", out=None):
         K8 = blocks(A.shape[1], 8) * 8  # zero columns of K up to whole 16-byte chunks
         A16, Bt16 = (np.zeros((a.shape[0], K8), np.float16) for a in (A, Bt))
         A16[:, :A.shape[1]], Bt16[:, :A.shape[1]] = to_host(A), Bt
-        (launch_wgmma if version == "v5" else launch_tma)(to_device(A16), to_device(Bt16), C)
+        if version == "v5":
+            launch_wgmma(to_device(A16), to_device(Bt16), C)
+        else:
+            launch_tma(to_device(A16), to_device(Bt16), C, version=version)
         return C
     A16, B16 = _padded(np.asarray(to_host(A), np.float16)), _padded(np.asarray(to_host(B), np.float16))
     C16 = cuda.device_array((A16.shape[0], B16.shape[1]), np.float32)

@@ -9,6 +9,7 @@ Numba. One thread asks the copy engine for a whole tile; the others wait on a ba
         tma.expect(bars, s, nbytes)                 # arrive; the phase also waits for nbytes
         tma.load(smem, byte, a_map, row, col, bars, s)   # a [box_rows, 64] tile of A, swizzled
     tma.wait(bars, s, phase)                        # until phase ``phase`` (0, 1, 0, ...) is over
+    tma.arrive(bars, s)                             # an arrival alone (a consumer frees a buffer)
 
 ``tensor_map(A, box_rows)`` describes, on the host, a 2-D fp16 array with rows of K values
 (K a multiple of 8) and the box one load moves: ``box_rows`` rows by 64 values (128 bytes),
@@ -57,6 +58,10 @@ extern "C" __device__ int gpulib_mbarrier_expect(int* ret, unsigned long long ba
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(gpulib_smem(bar)), "r"(bytes) : "memory");
     return 0;
 }
+extern "C" __device__ int gpulib_mbarrier_arrive(int* ret, unsigned long long bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(gpulib_smem(bar)) : "memory");
+    return 0;
+}
 extern "C" __device__ int gpulib_mbarrier_wait(int* ret, unsigned long long bar, int phase) {
     unsigned addr = gpulib_smem(bar), done = 0;
     while (!done) {
@@ -94,6 +99,7 @@ if ON_GPU:
     fence_init = cuda.declare_device("gpulib_fence_barrier_init", types.int32())
     _expect = cuda.declare_device("gpulib_mbarrier_expect", types.int32(uint64, types.int32))
     _wait = cuda.declare_device("gpulib_mbarrier_wait", types.int32(uint64, types.int32))
+    _arrive = cuda.declare_device("gpulib_mbarrier_arrive", types.int32(uint64))
     _load = cuda.declare_device("gpulib_tma_load_2d",
                                 types.int32(uint64, uint64, types.int32, types.int32, uint64))
 
@@ -141,6 +147,11 @@ if ON_GPU:
     def expect(bars, s, nbytes):
         """Arrive at barrier ``s`` and add ``nbytes`` to what its phase waits for."""
         _expect(_at(bars, s), nbytes)
+
+    @cuda.jit(device=True)
+    def arrive(bars, s):
+        """One arrival at barrier ``s`` (no bytes)."""
+        _arrive(_at(bars, s))
 
     @cuda.jit(device=True)
     def wait(bars, s, phase):
@@ -203,6 +214,11 @@ else:
     def expect(bars, s, nbytes):
         """Emulation: one arrival, and ``nbytes`` owed until loads deliver them."""
         _barrier(bars, s).add(1, nbytes)
+
+    @cuda.jit(device=True)
+    def arrive(bars, s):
+        """Emulation: one arrival."""
+        _barrier(bars, s).add(1, 0)
 
     @cuda.jit(device=True)
     def wait(bars, s, phase):

@@ -52,6 +52,7 @@ M_TILE, K_TILE, WARPGROUP = wgmma_model.M_TILE, wgmma_model.K_TILE, wgmma_model.
 ATOM_BYTES = 1024  # 8 rows of 128 bytes: one 128-byte swizzle atom
 SWIZZLE_128B = 1  # the descriptor's swizzle code (smem_layout.SWIZZLES["128B"])
 N_SIZES = (64, 128, 256)  # the N this module offers (the instruction takes any multiple of 8)
+REGISTER_COUNTS = (40, 232)  # what RELEASE and CLAIM offer (setmaxnreg takes multiples of 8 in 24..256)
 
 
 def _mma_source(n: int, operands: str = "f16") -> str:
@@ -84,7 +85,10 @@ extern "C" __device__ int gpulib_wgmma_commit(int* ret) { asm volatile("wgmma.co
 extern "C" __device__ int gpulib_wgmma_wait0(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); return 0; }
 extern "C" __device__ int gpulib_wgmma_wait1(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); return 0; }
 extern "C" __device__ int gpulib_fence_async_proxy(int* ret) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); return 0; }
-""" + "".join(_mma_source(n, kind) for n in N_SIZES for kind in ("f16", "bf16"))
+""" + "".join(_mma_source(n, kind) for n in N_SIZES for kind in ("f16", "bf16")) + "".join(
+    f'extern "C" __device__ int gpulib_setmaxnreg_{way}_{n}(int* ret) '
+    f'{{ asm volatile("setmaxnreg.{way}.sync.aligned.u32 {n};"); return 0; }}\n'
+    for way in ("dec", "inc") for n in REGISTER_COUNTS)
 
 ON_GPU = on_gpu()
 
@@ -110,15 +114,11 @@ def thread_in_warpgroup():
     return cuda.threadIdx.x % WARPGROUP
 
 
-def _store(n: int):
+def _store_groups(groups: int):
     @cuda.jit(device=True)
-    def store(C, row, col, acc):
-        """C[row:row+64, col:col+N] = this warpgroup's accumulators (each thread its N/2 values,
-        at the places wgmma_model.accumulator_element names), skipping what lies outside C."""
-        t = thread_in_warpgroup()
-        r0 = row + 16 * (t // 32) + (t % 32) // 4
-        c0 = col + 2 * (t % 4)
-        for j in range(n // 8):
+    def store_groups(C, r0, c0, acc, first):
+        """Column groups first .. first + groups - 1 (8 columns each) of this thread's accumulators."""
+        for j in range(first, first + groups):
             c = c0 + 8 * j
             for h in range(2):
                 r = r0 + 8 * h
@@ -127,10 +127,43 @@ def _store(n: int):
                         C[r, c] = acc[4 * j + 2 * h]
                     if c + 1 < C.shape[1]:
                         C[r, c + 1] = acc[4 * j + 2 * h + 1]
-    return store
+    return store_groups
 
 
-store_n64, store_n128, store_n256 = (_store(n) for n in N_SIZES)
+# at most 16 column groups per loop: the compiler unrolls such a loop, every accumulator index
+# becomes a constant and the accumulators stay in registers. A loop of 32 (N = 256) is kept
+# rolled, and then the 128 accumulators live in local memory (512 bytes a thread).
+_store8, _store16 = _store_groups(8), _store_groups(16)
+
+
+@cuda.jit(device=True)
+def _corner(row, col):
+    """(r0, c0): the place in C of this thread's first accumulator of the tile at (row, col)."""
+    t = thread_in_warpgroup()
+    return row + 16 * (t // 32) + (t % 32) // 4, col + 2 * (t % 4)
+
+
+@cuda.jit(device=True)
+def store_n64(C, row, col, acc):
+    """C[row:row+64, col:col+64] = this warpgroup's accumulators (each thread its 32 values, at
+    the places wgmma_model.accumulator_element names), skipping what lies outside C."""
+    r0, c0 = _corner(row, col)
+    _store8(C, r0, c0, acc, 0)
+
+
+@cuda.jit(device=True)
+def store_n128(C, row, col, acc):
+    """store_n64 for a 64 x 128 tile (64 values a thread)."""
+    r0, c0 = _corner(row, col)
+    _store16(C, r0, c0, acc, 0)
+
+
+@cuda.jit(device=True)
+def store_n256(C, row, col, acc):
+    """store_n64 for a 64 x 256 tile (128 values a thread), in two loops of 16 column groups."""
+    r0, c0 = _corner(row, col)
+    _store16(C, r0, c0, acc, 0)
+    _store16(C, r0, c0, acc, 16)
 
 
 @cuda.jit(device=True)
@@ -150,6 +183,9 @@ if ON_GPU:
     _mma_sig = types.int32(types.uint64, types.uint64, types.uint64, types.int32)
     _mma64, _mma128, _mma256 = (cuda.declare_device(f"gpulib_wgmma_n{n}", _mma_sig) for n in N_SIZES)
     _bf64, _bf128, _bf256 = (cuda.declare_device(f"gpulib_wgmma_bf16_n{n}", _mma_sig) for n in N_SIZES)
+    # setmaxnreg: a warpgroup gives registers back to the SM's pool (dec) or takes them (inc)
+    RELEASE = {n: cuda.declare_device(f"gpulib_setmaxnreg_dec_{n}", types.int32()) for n in REGISTER_COUNTS}
+    CLAIM = {n: cuda.declare_device(f"gpulib_setmaxnreg_inc_{n}", types.int32()) for n in REGISTER_COUNTS}
 
     @cuda.jit(device=True)
     def aligned_start(smem):
@@ -203,6 +239,8 @@ if ON_GPU:
         _bf256(acc.ctypes.data, a_desc, b_desc, scale_d)
 
 else:
+    import threading
+
     LINK = []
 
     class Descriptor(int):
@@ -231,14 +269,33 @@ else:
         else:
             smem[at:at + 8] = 0
 
+    _WARPGROUPS: dict = {}
+    _WARPGROUPS_LOCK = threading.Lock()
+    TOGETHER_LIMIT_S = 20.0  # the simulator's longest wait for a warpgroup's other threads
+
+    def _together(image: np.ndarray) -> None:
+        """Emulation: a multiply is one instruction of the whole warpgroup, which the tensor cores
+        start once all 128 threads have issued it; no thread passes it before the others reach it
+        (a kernel that lets one thread speak for its warpgroup, as version 7 does, relies on this)."""
+        key = (image.ctypes.data, cuda.threadIdx.x // WARPGROUP)  # the block's shared memory, the warpgroup
+        with _WARPGROUPS_LOCK:
+            barrier = _WARPGROUPS.setdefault(key, threading.Barrier(WARPGROUP))
+        try:
+            barrier.wait(TOGETHER_LIMIT_S)
+        except threading.BrokenBarrierError:
+            raise RuntimeError("not all 128 threads of a warpgroup reached the same wgmma; on a GPU this "
+                               "multiply would never start") from None
+
     def _emulated_mma(n: int, operands: str = "fp16"):
         @cuda.jit(device=True)
         def mma(acc, a_desc, b_desc, scale_d):
-            """Emulation: this thread's N/2 products of the fp16 (or bf16) operands read through
-            the descriptors (fp32 sums), added to acc (or replacing it when scale_d is 0)."""
+            """Emulation: once the whole warpgroup is here, this thread's N/2 products of the fp16
+            (or bf16) operands read through the descriptors (fp32 sums), added to acc (or
+            replacing it when scale_d is 0)."""
             image = np.asarray(a_desc.memory).view(np.uint8)
             if b_desc.memory is not a_desc.memory:
                 raise ValueError("A and B must lie in the same shared array")
+            _together(image)
             products = wgmma_model.thread_products(image, int(a_desc), int(b_desc), n, thread_in_warpgroup(), operands)
             acc[:] = products + (acc if scale_d else np.float32(0.0))
         return mma
@@ -251,6 +308,7 @@ else:
         pass
 
     commit = wait_all = wait_one = fence_async_proxy = fence
+    RELEASE = CLAIM = dict.fromkeys(REGISTER_COUNTS, fence)  # a thread's registers are not modelled
 
 async_commit, async_wait_one, async_wait_all = wmma.async_commit, wmma.async_wait_one, wmma.async_wait_all
 
