@@ -166,12 +166,14 @@ def test_v5_refuses_what_it_cannot_take():
 def test_a_tensor_map_needs_a_2d_fp16_array_of_whole_16_byte_rows():
     from gpulib.tensorcore import tma
 
-    with pytest.raises(ValueError, match=r"array must be a 2-D fp16 array \(or uint16 holding bf16 words\), not 2-D float32"):
+    with pytest.raises(ValueError, match=r"array must be a 2-D to 4-D fp16 array \(or uint16 holding bf16 words\), not 2-D float32"):
         tma.tensor_map(cuda.to_device(np.ones((8, 64), np.float32)), 8)
-    with pytest.raises(ValueError, match="contiguous rows of a multiple of 8 values"):
+    with pytest.raises(ValueError, match="C-contiguous with a last dimension of a multiple of 8 values"):
         tma.tensor_map(cuda.to_device(np.ones((8, 12), np.float16)), 8)
-    with pytest.raises(ValueError, match="box_rows must be in 1..256, not 300"):
+    with pytest.raises(ValueError, match=r"box must give each of the 2 dimensions 1..256 values and the last one 64 .*, not \(300, 64\)"):
         tma.tensor_map(cuda.to_device(np.ones((8, 64), np.float16)), 300)
+    with pytest.raises(ValueError, match=r"box must give each of the 4 dimensions .*, not \(1, 4, 32\)"):
+        tma.tensor_map_box(cuda.to_device(np.ones((2, 5, 9, 8), np.float16)), (1, 4, 32))
 
 
 def test_a_wait_for_a_phase_that_never_ends_is_an_error_on_the_simulator():
@@ -246,6 +248,41 @@ def test_wgmma_conv_is_the_fp16_convolution(rng, padding, stride):
     gpulib.validate(TC.nhwc_rows_to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v3")
     with pytest.raises(ValueError, match=r"Y must be \[N·H'·W', K\]"):
         TC.launch_wgmma(Xn, Wk, bias, gpulib.poisoned((N * Ho * Wo, K + 1)), (2, 9, 8, R, R), padding, stride)
+
+
+@pytest.mark.parametrize("shape", [
+    (2, 5, 9, 8, 70, 3, 1),  # C = 5 padded to 8 (the box's other 56 channels arrive as zeros), K over 2 blocks
+    (1, 72, 6, 11, 20, 3, 2),  # two 64-channel steps per tap, a 2-wide border of zeros
+    (1, 8, 20, 40, 8, 1, 0),  # 3 x 3 patches of 8 x 16 pixels, the last row and column of patches ragged
+])
+def test_tma_conv_is_the_fp16_convolution(rng, shape):
+    """Conv v4: every tap's box of X moved by (r - padding, s - padding), zeros where it leaves
+    the image; its own NHWC output poisoned, so a pixel or filter left unwritten fails."""
+    from gpulib import reference as ref
+    from gpulib.tensorcore import conv as TC
+
+    N, C, H, Wd, K, R, padding = shape
+    X = rng.standard_normal((N, C, H, Wd)).astype(np.float32)
+    W = rng.standard_normal((K, C, R, R)).astype(np.float32)
+    b = rng.standard_normal(K).astype(np.float32)
+    want = TC.reference(X, W, b, padding, 1)
+    Xn, Wk, bias = TC.wgmma_operands(X, W, b)
+    Yn = gpulib.poisoned((N * want.shape[2] * want.shape[3], K))
+    TC.launch_tma(Xn, Wk, bias, Yn, (N, H, Wd, R, R), padding)
+    scale = ref.conv2d_magnitude(X, W, b, padding, 1).max()
+    gpulib.validate(TC.nhwc_rows_to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v4")
+
+
+def test_tma_conv_patches_and_refusals():
+    from gpulib.tensorcore import conv as TC
+
+    assert TC.pixel_tile(56, 56) == (2, 64)  # every width leaves 448 pixels over: the widest
+    assert TC.pixel_tile(20, 40) == (8, 16)  # 3 x 3 patches, 352 pixels over (the fewest)
+    Xn, Wk, bias = TC.wgmma_operands(np.ones((1, 8, 6, 6), np.float32), np.ones((4, 8, 3, 3), np.float32))
+    with pytest.raises(ValueError, match="conv v4 .TMA boxes. needs stride 1, not 2"):
+        TC.launch_tma(Xn, Wk, bias, gpulib.poisoned((9, 4)), (1, 6, 6, 3, 3), 1, 2)
+    with pytest.raises(ValueError, match=r"Y must be \[N·H'·W', K\] = \[36, 4\], not \[36, 5\]"):
+        TC.launch_tma(Xn, Wk, bias, gpulib.poisoned((36, 5)), (1, 6, 6, 3, 3), 1)
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])

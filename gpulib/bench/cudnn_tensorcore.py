@@ -315,6 +315,8 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
                for config, (kernel, shared) in table.items()}
     kernels["conv v3"] = dict(M.kernel_resources(TC.tc_conv_wgmma_kernel, TC.V3_THREADS),
                               dynamic_shared_bytes=TC.V3_SHARED, sass=M.sass_mix(TC.tc_conv_wgmma_kernel, WGMMA_SASS))
+    kernels["conv v4"] = dict(M.kernel_resources(TC.tc_conv_tma_kernel, TC.V3_THREADS),
+                              dynamic_shared_bytes=TC.V4_SHARED, sass=M.sass_mix(TC.tc_conv_tma_kernel, WGMMA_SASS))
     return dict(M.header(repeat), sizes=out, kernels=kernels, conv=conv)
 
 
@@ -350,9 +352,10 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
 
 
 def measure_wgmma_conv(repeat: int = 20) -> dict:
-    """Tensor-core conv v3 (wgmma) on the 16.3 layer: per call (CUDA events around each launch)
-    and as a CUDA graph (the kernel's own time), against PyTorch's channels_last fp16 conv with
-    bias (cuDNN) and cuDNN's fastest plan listed through the cuDNN frontend (no bias)."""
+    """Tensor-core conv v3 (wgmma, cp.async) and v4 (wgmma, TMA) on the 16.3 layer: per call (CUDA
+    events around each launch) and as a CUDA graph (the kernel's own time), against PyTorch's
+    channels_last fp16 conv with bias (cuDNN) and cuDNN's fastest plan listed through the cuDNN
+    frontend (no bias)."""
     L = LAYER
     X, W, b = layer_inputs(L)
     want, _ = M.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
@@ -360,21 +363,26 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
     Xw, Wk, bias = TC.wgmma_operands(X, W, b)
     N, K, Ho, Wo = want.shape
     shape = (N, L["H"], L["W"], L["R"], L["S"])
-    Y = poisoned((N * Ho * Wo, K))
+    out = {}
+    for version, launch, what in (("v3", TC.launch_wgmma, "wgmma, cp.async"), ("v4", TC.launch_tma, "wgmma, TMA")):
+        Y = poisoned((N * Ho * Wo, K))  # fresh for each version: an element left unwritten fails
 
-    def call():
-        TC.launch_wgmma(Xw, Wk, bias, Y, shape, L["padding"], L["stride"])
+        def call():
+            launch(Xw, Wk, bias, Y, shape, L["padding"], L["stride"])
 
-    row = M.checked_row("gpulib tensor-core conv v3 (NHWC, wgmma, fp16)", call, want, out=Y,
-                        view=lambda Y: TC.nhwc_rows_to_nchw(Y, want.shape), flop=flop(L), scale=scale, repeat=repeat)
+        row = M.checked_row(f"gpulib tensor-core conv {version} (NHWC, {what}, fp16)", call, want, out=Y,
+                            view=lambda Y: TC.nhwc_rows_to_nchw(Y, want.shape), flop=flop(L), scale=scale,
+                            repeat=repeat)
+        out.update({f"{version}_ms": row["ms"], f"{version}_graph_ms": M.graph_ms(call, repeat),
+                    f"{version}_rel_err": row["rel_err"]})
+        del Y
     library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
     torch_row = M.checked_row(library, run, want, flop=flop(L), scale=scale, rtol=3e-3, repeat=repeat)
     engines = measure_cudnn_engines(max(5, repeat // 2))
     timed = [r for r in engines["rows"] if r["ms"] is not None]
     best = min(timed, key=lambda r: r["ms"]) if timed else None
-    return dict(layer=L, v3_ms=row["ms"], v3_graph_ms=M.graph_ms(call, repeat), v3_rel_err=row["rel_err"],
-                torch_name=library, torch_ms=torch_row["ms"], cudnn_best=best and dict(name=best["name"], ms=best["ms"]),
-                cudnn_version=engines.get("version", ""))
+    return dict(layer=L, **out, torch_name=library, torch_ms=torch_row["ms"],
+                cudnn_best=best and dict(name=best["name"], ms=best["ms"]), cudnn_version=engines.get("version", ""))
 
 
 def wgmma_table(r: dict) -> str:
@@ -390,10 +398,14 @@ def wgmma_table(r: dict) -> str:
     c = r.get("conv")
     if c:
         best = c["cudnn_best"]
-        lines.append(f"  16.3 layer, fp16: conv v3 {c['v3_ms']:.4f} ms per call, {c['v3_graph_ms']:.4f} ms as a CUDA graph "
-                     f"(rel err {c['v3_rel_err']:.1e}); {c['torch_name']} {c['torch_ms']:.4f} ms; "
-                     + (f"cuDNN's fastest plan ({best['name']}, no bias) {best['ms']:.4f} ms = "
-                        f"{best['ms'] / c['v3_graph_ms']:.0%} of its speed for the graph" if best else "no cuDNN frontend"))
+        lines.append(f"  16.3 layer, fp16: {c['torch_name']} {c['torch_ms']:.4f} ms; "
+                     + (f"cuDNN's fastest plan ({best['name']}, no bias) {best['ms']:.4f} ms" if best else "no cuDNN frontend"))
+        for version in ("v3", "v4"):
+            if f"{version}_ms" in c:
+                graph = c[f"{version}_graph_ms"]
+                lines.append(f"    conv {version}: {c[f'{version}_ms']:.4f} ms per call, {graph:.4f} ms as a CUDA graph "
+                             f"(rel err {c[f'{version}_rel_err']:.1e}); PyTorch's time / ours {c['torch_ms'] / graph:.0%}"
+                             + (f", cuDNN's best plan's / ours {best['ms'] / graph:.0%}" if best else ""))
     lines.append(f"  {'kernel':<23} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
     for config, k in r["kernels"].items():
         sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())

@@ -20,6 +20,8 @@ benchmarks all read this table; adding an algorithm is adding one entry.
     tc_implicit_gemm_nhwc  16.5, the same in NHWC with asynchronous copies
     tc_implicit_gemm_wgmma 16.5, the NHWC form on Hopper's warpgroup MMA (needs compute
                            capability 9.0 on a GPU; the simulator emulates it)
+    tc_implicit_gemm_tma   16.5, the same with its tiles brought by TMA as boxes of the image
+                           (stride 1; compute capability 9.0 on a GPU)
 
 ``conv2d(X, W, b, padding, stride, algorithm=name)`` runs any of them; ``algorithm="auto"``
 runs the auto-tuner's cached pick for the layer's shape.
@@ -105,6 +107,10 @@ _TABLE = [
     Algorithm("tc_implicit_gemm_wgmma", "tensor-core implicit GEMM (NHWC, wgmma)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
               partial(tensorcore_conv.conv2d_tc, version="v3"), tensorcore_conv.supports_wgmma,
               partial(tensorcore_conv.workspace_bytes, version="v3"), direct_multiplications, precision="fp16"),
+    Algorithm("tc_implicit_gemm_tma", "tensor-core implicit GEMM (NHWC, wgmma, TMA)",
+              "IMPLICIT_PRECOMP_GEMM, tensor cores", partial(tensorcore_conv.conv2d_tc, version="v4"),
+              tensorcore_conv.supports_tma, partial(tensorcore_conv.workspace_bytes, version="v4"),
+              direct_multiplications, precision="fp16"),
 ]
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}
 NAMES = tuple(ALGORITHMS)

@@ -26,6 +26,17 @@ step it gathers the X_col tile with 16-byte cp.async copies (8 channels of one i
 zeros where the window leaves the image) and copies Wk's tile, both into the 128-byte swizzled
 layout of a ring of 4 buffers; the accumulators start from the bias, and each thread stores its
 32 results straight into Y (NHWC, any K: nothing padded but C to a multiple of 8).
+
+Version 4 is version 3 with the tiles brought by the tensor memory accelerator (GEMM v6's
+pipeline, tma.py). A block owns a patch of 128 output pixels, 128 / w rows of w
+(``pixel_tile``), and 64 filters. With stride 1, the inputs that tap
+(r, s) of the filters meets under the patch form the same patch of X moved by (r - padding,
+s - padding): one 4-D box [1, 128 / w, w, 64 channels] of NHWC X, which lands as the 128 rows
+of X_col's tile in the swizzled layout. Rows and columns of the box before or past the image
+arrive as zeros, which is exactly the padding. Each 64-deep step is (r, s, 64 channels), and
+its filter tile is one 3-D box [64 filters, 1 tap, 64 channels] of Wk seen as [K, R·S, C].
+No thread computes an address or a bound. Stride 1 only; pixels of a patch outside the image
+are computed and not stored.
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ from gpulib import reference as ref
 from gpulib.arrays import blocks, output, to_device, to_host
 from gpulib.conv.implicit_gemm import device_row_table
 from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
-from gpulib.tensorcore import wgmma, wmma
+from gpulib.tensorcore import tma, wgmma, wmma
 from gpulib.tensorcore.gemm import warp_mma, warp_store
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE
 
@@ -275,6 +286,98 @@ def tc_conv_wgmma_kernel(X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride):
     wgmma.store_n64(Y, row0 + wgmma.M_TILE * group, col0, acc)
 
 
+V4_STAGES = 4  # conv v4: v3's tile and ring, the boxes brought by TMA
+V4_SHARED = V4_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
+V4_PIXEL_TILES = (8, 16, 32, 64, 128)  # widths of a block's patch of output pixels (height 128 / width)
+
+
+def pixel_tile(Ho: int, Wo: int) -> tuple[int, int]:
+    """(height, width) of the patch of 128 output pixels a conv v4 block owns: of the widths in
+    V4_PIXEL_TILES, the one that leaves the fewest patch pixels outside the image (ties: the wider)."""
+    def wasted(w):
+        h = 128 // w
+        return blocks(Ho, h) * h * blocks(Wo, w) * w - Ho * Wo
+    width = min(V4_PIXEL_TILES, key=lambda w: (wasted(w), -w))
+    return 128 // width, width
+
+
+@cuda.jit(device=True)
+def _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group):
+    """This thread's 32 results: rows of the block's 128-pixel patch (row i is pixel (y0 + i //
+    width, x0 + i % width) of image n) into Y [N·H'·W', K], skipping pixels outside the image and
+    filters past K."""
+    t = wgmma.thread_in_warpgroup()
+    c0 = col0 + 2 * (t % 4)
+    for h in range(2):
+        i = wgmma.M_TILE * group + 16 * (t // 32) + (t % 32) // 4 + 8 * h
+        y, x = y0 + i // width, x0 + i % width
+        if y < Ho and x < Wo:
+            row = (n * Ho + y) * Wo + x
+            for j in range(8):
+                c = c0 + 8 * j
+                if c < Y.shape[1]:
+                    Y[row, c] = acc[4 * j + 2 * h]
+                if c + 1 < Y.shape[1]:
+                    Y[row, c + 1] = acc[4 * j + 2 * h + 1]
+
+
+@cuda.jit(device=True)
+def _request_step(smem, base, bars, x_map, w_map, step, chunks, S, n, y0, x0, col0, padding):
+    """(One thread) step ``step`` = (tap r·S + s, channels c0:+64) into buffer step mod STAGES:
+    announce the bytes, ask TMA for the 4-D box of X (the patch moved by the tap, padding
+    included: rows and columns before the image or past it arrive as zeros) and the 3-D box of
+    the filters."""
+    tap, c0 = step // chunks, (step % chunks) * V3_BK
+    s = step % V4_STAGES
+    stage = base + s * V3_STAGE_BYTES
+    tma.expect(bars, s, V3_STAGE_BYTES)
+    tma.load4(smem, stage, x_map, n, y0 + tap // S - padding, x0 + tap % S - padding, c0, bars, s)
+    tma.load3(smem, stage + V3_A_BYTES, w_map, col0, tap, c0, bars, s)
+
+
+@tma.kernel
+def tc_conv_tma_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width, patches_x, patches):
+    """Maps: X [N, H, W, C] boxes [1, 128 / width, width, 64] and Wk [K, R·S, C] boxes [64, 1, 64]
+    (fp16, C a multiple of 8); bias [K] fp32; Y [N·H'·W', K] fp32. Block (bx, by): patch bx of
+    the ``patches`` per image (row-major, ``patches_x`` across), filters 64·by:+64."""
+    smem = cuda.shared.array(0, float16)
+    bars = cuda.shared.array(V4_STAGES, types.uint64)
+    base = 2 * wgmma.aligned_start(smem)
+    acc = cuda.local.array(V3_ACC, float32)
+    t = cuda.threadIdx.x
+    group = t // wgmma.WARPGROUP
+    n, patch = cuda.blockIdx.x // patches, cuda.blockIdx.x % patches
+    y0, x0 = (patch // patches_x) * (128 // width), (patch % patches_x) * width
+    col0 = cuda.blockIdx.y * V3_BN
+    chunks = (C + V3_BK - 1) // V3_BK
+    steps = taps * chunks
+    if t == 0:
+        for s in range(V4_STAGES):
+            tma.init(bars, s, 1)
+    tma.fence_init()
+    cuda.syncthreads()
+    if t == 0:
+        for step in range(min(V4_STAGES - 1, steps)):
+            _request_step(smem, base, bars, x_map, w_map, step, chunks, S, n, y0, x0, col0, padding)
+    _bias_n64(acc, bias, col0)
+    for step in range(steps):
+        s = step % V4_STAGES
+        tma.wait(bars, s, (step // V4_STAGES) % 2)
+        wgmma.fence()
+        stage = base + s * V3_STAGE_BYTES
+        for kk in range(V3_BK // wgmma.K_TILE):
+            a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
+            b = wgmma.descriptor(smem, stage + V3_A_BYTES + 32 * kk, wgmma.ATOM_BYTES)
+            wgmma.mma_n64(acc, a, b, 1)
+        wgmma.commit()
+        wgmma.wait_one()
+        cuda.syncthreads()  # every warpgroup is done with step - 1: its buffer may be refilled
+        if t == 0 and step + V4_STAGES - 1 < steps:
+            _request_step(smem, base, bars, x_map, w_map, step + V4_STAGES - 1, chunks, S, n, y0, x0, col0, padding)
+    wgmma.wait_all()
+    _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
+
+
 @cuda.jit
 def to_fp16_kernel(src, dst):
     """dst[i] = fp16(src[i]) on flat views: the operands of version 1."""
@@ -391,6 +494,47 @@ def launch_wgmma(Xn, Wk, bias, Y, shape, padding: int, stride: int):
     wgmma.launch(tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, Xn, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride)
 
 
+def supports_tma(W_shape, stride) -> str:
+    """"" where version 4 can run: stride 1 (a box moves whole rows of neighbouring pixels) on the
+    simulator or a Hopper GPU."""
+    if stride != 1:
+        return f"conv v4 (TMA boxes) needs stride 1, not {stride}"
+    return wgmma.unsupported_device()
+
+
+_TMA_MAPS: dict = {}
+
+
+def _box_map(array, box):
+    """A tensor map per (address, shape, box) on a GPU, made once; a fresh one on the simulator."""
+    if not wgmma.ON_GPU:
+        return tma.tensor_map_box(array, box)
+    key = (array.__cuda_array_interface__["data"][0], tuple(array.shape), box)
+    if key not in _TMA_MAPS:
+        _TMA_MAPS[key] = tma.tensor_map_box(array, box)
+    return _TMA_MAPS[key]
+
+
+def launch_tma(Xn, Wk, bias, Y, shape, padding: int, stride: int = 1):
+    """Version 4 on version 3's operands (``wgmma_operands``); shape = (N, H, W, R, S); Y [N·H'·W', K]."""
+    N, H, Wd, R, S = shape
+    reason = supports_tma((Wk.shape[0], None, R, S), stride)
+    if reason:
+        raise ValueError(reason)
+    C = Xn.shape[1]
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
+    if tuple(Y.shape) != (N * Ho * Wo, Wk.shape[0]):
+        raise ValueError(f"Y must be [N·H'·W', K] = {[N * Ho * Wo, Wk.shape[0]]}, not {list(Y.shape)}")
+    height, width = pixel_tile(Ho, Wo)
+    patches_x = blocks(Wo, width)
+    patches = blocks(Ho, height) * patches_x
+    x_map = _box_map(Xn.reshape(N, H, Wd, C), (1, height, width, 64)).argument
+    w_map = _box_map(Wk.reshape(Wk.shape[0], R * S, C), (64, 1, 64)).argument
+    grid = (N * patches, blocks(Wk.shape[0], V3_BN))
+    wgmma.launch(tc_conv_tma_kernel, grid, V3_THREADS, V4_SHARED, x_map, w_map, bias, Y, C, Ho, Wo, S, R * S,
+                 padding, width, patches_x, patches)
+
+
 def fp16_copy(a):
     """An fp16 copy of a float32 array, made on the device."""
     a = to_device(a)
@@ -425,7 +569,7 @@ def nhwc_rows_to_nchw(Yn, shape) -> np.ndarray:
     return to_host(Yn)[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
 
 
-VERSIONS = ("v1", "v2", "v3")
+VERSIONS = ("v1", "v2", "v3", "v4")
 
 
 def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
@@ -437,10 +581,11 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, vers
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     _, C, R, S = W.shape
     Y = output(out, (N, K, Ho, Wo), "out")
-    if version == "v3":
+    if version in ("v3", "v4"):
         Xn, Wk, bias = wgmma_operands(X, W, b)
         Yn = cuda.device_array((N * Ho * Wo, K), np.float32)
-        launch_wgmma(Xn, Wk, bias, Yn, (N, X.shape[2], X.shape[3], R, S), padding, stride)
+        (launch_wgmma if version == "v3" else launch_tma)(Xn, Wk, bias, Yn, (N, X.shape[2], X.shape[3], R, S),
+                                                          padding, stride)
         nhwc_rows_to_nchw_kernel[blocks(Y.size, 256), 256](Yn, Y)
         return Y
     if version == "v2":
@@ -464,7 +609,7 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, version
         return 2 * (N * C * H * Wd + K * C * R * S) + 12 * C * R * S
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
     _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
-    if version == "v3":  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
+    if version in ("v3", "v4"):  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
         return 2 * (N * H * Wd * C8 + K * R * S * C8) + 4 * K + 4 * N * Ho * Wo * K
     rows = blocks(N * Ho * Wo, 16) * 16
     return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16

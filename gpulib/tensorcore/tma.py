@@ -76,21 +76,35 @@ extern "C" __device__ int gpulib_tma_load_2d(int* ret, unsigned long long dst, u
                  :: "r"(gpulib_smem(dst)), "l"(map), "r"(col), "r"(row), "r"(gpulib_smem(bar)) : "memory");
     return 0;
 }
+extern "C" __device__ int gpulib_tma_load_3d(int* ret, unsigned long long dst, unsigned long long map,
+                                             int c0, int c1, int c2, unsigned long long bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(gpulib_smem(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(gpulib_smem(bar)) : "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_tma_load_4d(int* ret, unsigned long long dst, unsigned long long map,
+                                             int c0, int c1, int c2, int c3, unsigned long long bar) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                 :: "r"(gpulib_smem(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(gpulib_smem(bar)) : "memory");
+    return 0;
+}
 """
 
 ON_GPU = on_gpu()
 
 
-def _check_operand(array, name: str, box_rows: int) -> None:
+def _check_operand(array, name: str, box: tuple) -> None:
     shape, dtype = tuple(array.shape), np.dtype(array.dtype)
-    if len(shape) != 2 or dtype not in (np.float16, np.uint16):
-        raise ValueError(f"{name} must be a 2-D fp16 array (or uint16 holding bf16 words), not {len(shape)}-D "
-                         f"{dtype.name}")
-    if shape[1] % 8 or array.strides != (2 * shape[1], 2):
-        raise ValueError(f"{name} must have contiguous rows of a multiple of 8 values (TMA moves 16-byte "
-                         f"multiples), not shape {shape} with strides {array.strides}")
-    if not 1 <= box_rows <= MAX_BOX_ROWS:
-        raise ValueError(f"box_rows must be in 1..{MAX_BOX_ROWS}, not {box_rows}")
+    if not 2 <= len(shape) <= 4 or dtype not in (np.float16, np.uint16):
+        raise ValueError(f"{name} must be a 2-D to 4-D fp16 array (or uint16 holding bf16 words), not "
+                         f"{len(shape)}-D {dtype.name}")
+    contiguous = tuple(2 * int(np.prod(shape[i + 1:])) for i in range(len(shape)))
+    if shape[-1] % 8 or tuple(array.strides) != contiguous:
+        raise ValueError(f"{name} must be C-contiguous with a last dimension of a multiple of 8 values (TMA "
+                         f"moves 16-byte multiples), not shape {shape} with strides {array.strides}")
+    if len(box) != len(shape) or box[-1] != BOX_K or not all(1 <= b <= MAX_BOX_ROWS for b in box):
+        raise ValueError(f"box must give each of the {len(shape)} dimensions 1..{MAX_BOX_ROWS} values and the "
+                         f"last one {BOX_K} (a 128-byte swizzle row), not {tuple(box)}")
 
 
 if ON_GPU:
@@ -100,33 +114,38 @@ if ON_GPU:
     _expect = cuda.declare_device("gpulib_mbarrier_expect", types.int32(uint64, types.int32))
     _wait = cuda.declare_device("gpulib_mbarrier_wait", types.int32(uint64, types.int32))
     _arrive = cuda.declare_device("gpulib_mbarrier_arrive", types.int32(uint64))
-    _load = cuda.declare_device("gpulib_tma_load_2d",
-                                types.int32(uint64, uint64, types.int32, types.int32, uint64))
+    _i32 = types.int32
+    _load = cuda.declare_device("gpulib_tma_load_2d", _i32(uint64, uint64, _i32, _i32, uint64))
+    _load3 = cuda.declare_device("gpulib_tma_load_3d", _i32(uint64, uint64, _i32, _i32, _i32, uint64))
+    _load4 = cuda.declare_device("gpulib_tma_load_4d", _i32(uint64, uint64, _i32, _i32, _i32, _i32, uint64))
 
     class TensorMap:
         """The driver's 128-byte tensor map of ``array`` in device memory (a kernel argument). It
         holds the array's address: the caller keeps the array alive while the map is used."""
 
-        def __init__(self, array, box_rows: int):
+        def __init__(self, array, box: tuple):
             from cuda.bindings import driver as cu
 
-            _check_operand(array, "array", box_rows)
-            rows, k = array.shape
+            _check_operand(array, "array", box)
+            rank = len(box)
+            shape = tuple(array.shape)
             u32, u64 = cu.cuuint32_t, cu.cuuint64_t
             kind = cu.CUtensorMapDataType
             data_type = kind.CU_TENSOR_MAP_DATA_TYPE_FLOAT16 if array.dtype == np.float16 else \
                 kind.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+            # the driver counts dimensions innermost first; strides (bytes) of all but the innermost
             error, encoded = cu.cuTensorMapEncodeTiled(
-                data_type, 2,
-                array.__cuda_array_interface__["data"][0], [u64(k), u64(rows)], [u64(2 * k)],
-                [u32(BOX_K), u32(box_rows)], [u32(1), u32(1)],
+                data_type, rank,
+                array.__cuda_array_interface__["data"][0], [u64(d) for d in reversed(shape)],
+                [u64(array.strides[i]) for i in reversed(range(rank - 1))],
+                [u32(b) for b in reversed(box)], [u32(1)] * rank,
                 cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
                 cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
                 cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
             if error != cu.CUresult.CUDA_SUCCESS:
-                raise ValueError(f"the driver refused a tensor map of {tuple(array.shape)} with {box_rows}-row boxes: {error}")
-            self.box_rows = box_rows
+                raise ValueError(f"the driver refused a tensor map of {shape} with boxes {tuple(box)}: {error}")
+            self.box = tuple(box)
             self.map = cuda.to_device(np.array(encoded.opaque, np.uint64))
 
         @property
@@ -164,15 +183,26 @@ if ON_GPU:
         of the shared array (1024-byte aligned) in the 128B swizzle; barrier ``s`` counts its bytes."""
         _load(smem.ctypes.data + byte, tensor_map.ctypes.data, col, row, _at(bars, s))
 
+    @cuda.jit(device=True)
+    def load3(smem, byte, tensor_map, i0, i1, i2, bars, s):
+        """``load`` for a 3-D map: the box at index (i0, i1, i2) of the array (any index may be
+        negative or past the end: what lies outside arrives as zeros)."""
+        _load3(smem.ctypes.data + byte, tensor_map.ctypes.data, i2, i1, i0, _at(bars, s))
+
+    @cuda.jit(device=True)
+    def load4(smem, byte, tensor_map, i0, i1, i2, i3, bars, s):
+        """``load3`` for a 4-D map."""
+        _load4(smem.ctypes.data + byte, tensor_map.ctypes.data, i3, i2, i1, i0, _at(bars, s))
+
 else:
     LINK = []
 
     class TensorMap:
         """Emulation: the array and the box, read by ``load``."""
 
-        def __init__(self, array, box_rows: int):
-            _check_operand(array, "array", box_rows)
-            self.array, self.box_rows = array, box_rows
+        def __init__(self, array, box: tuple):
+            _check_operand(array, "array", box)
+            self.array, self.box = array, tuple(box)
 
         @property
         def argument(self):
@@ -186,15 +216,16 @@ else:
             import threading
 
             self.count, self.arrived, self.pending, self.phases = count, 0, 0, 0
-            self.lock = threading.Lock()
+            self.changed = threading.Condition()
 
         def add(self, arrivals: int, nbytes: int) -> None:
-            with self.lock:
+            with self.changed:
                 self.arrived += arrivals
                 self.pending += nbytes
                 if self.arrived == self.count and self.pending == 0:
                     self.arrived = 0
                     self.phases += 1
+                    self.changed.notify_all()
 
     _BARRIERS: dict = {}
 
@@ -224,37 +255,59 @@ else:
     def wait(bars, s, phase):
         """Emulation: as try_wait.parity, done once the phase under way has the other parity (the
         other threads are Python threads: wait for them); after WAIT_LIMIT_S, an error, not a hang."""
-        import time
-
-        barrier, start = _barrier(bars, s), time.monotonic()
-        while barrier.phases % 2 == phase:
-            if time.monotonic() - start > WAIT_LIMIT_S:
+        barrier = _barrier(bars, s)
+        with barrier.changed:
+            if not barrier.changed.wait_for(lambda: barrier.phases % 2 != phase, WAIT_LIMIT_S):
                 raise RuntimeError(f"barrier {s}: phase parity {phase} never finished ({barrier.phases} phases "
                                    "over); on a GPU this wait would never end")
-            time.sleep(0.0005)
 
-    @cuda.jit(device=True)
-    def load(smem, byte, tensor_map, row, col, bars, s):
-        """Emulation: the box (zeros outside the array) placed chunk by chunk at its swizzled place."""
-        source = np.asarray(tensor_map.array)
-        rows = tensor_map.box_rows
-        box = np.zeros((rows, BOX_K), np.uint16)  # the 16-bit words as they are (fp16 or bf16)
-        part = source[row:row + rows, col:col + BOX_K].view(np.uint16)
-        box[:part.shape[0], :part.shape[1]] = part
-        r = np.arange(rows)[:, None]
+    def _place(smem, byte, tensor_map, index, bars, s) -> None:
+        """Emulation: the box at ``index`` (zeros outside the array) placed row by row (a row: its
+        last dimension's 64 values), each 16-byte chunk at its swizzled place; its bytes counted."""
+        source = np.asarray(tensor_map.array).view(np.uint16)  # the 16-bit words as they are
+        box = np.zeros(tensor_map.box, np.uint16)
+        lows = [min(max(i, 0), n) for i, n in zip(index, source.shape)]
+        highs = [max(min(i + b, n), lo) for i, b, n, lo in zip(index, box.shape, source.shape, lows)]
+        box[tuple(slice(lo - i, hi - i) for lo, hi, i in zip(lows, highs, index))] = \
+            source[tuple(slice(lo, hi) for lo, hi in zip(lows, highs))]
+        rows = box.reshape(-1, BOX_K)
+        r = np.arange(rows.shape[0])[:, None]
         chunks = np.arange(BOX_K // 8)[None, :]
         at = (byte + wgmma.swizzled_byte(r, chunks)) // 2  # where cp.async would put each chunk
         memory = np.asarray(smem).view(np.uint16)
         for i in range(8):
-            memory[at + i] = box[:, i::8]
+            memory[at + i] = rows[:, i::8]
         _barrier(bars, s).add(0, -box.nbytes)  # the whole box counts, zeros included, as on a GPU
+
+    @cuda.jit(device=True)
+    def load(smem, byte, tensor_map, row, col, bars, s):
+        """Emulation: the box (zeros outside the array) placed at once."""
+        _place(smem, byte, tensor_map, (row, col), bars, s)
+
+    @cuda.jit(device=True)
+    def load3(smem, byte, tensor_map, i0, i1, i2, bars, s):
+        """Emulation: the 3-D box placed at once."""
+        _place(smem, byte, tensor_map, (i0, i1, i2), bars, s)
+
+    @cuda.jit(device=True)
+    def load4(smem, byte, tensor_map, i0, i1, i2, i3, bars, s):
+        """Emulation: the 4-D box placed at once."""
+        _place(smem, byte, tensor_map, (i0, i1, i2, i3), bars, s)
 
 
 def tensor_map(array, box_rows: int) -> TensorMap:
     """The tensor map of a 2-D fp16 device array, or a uint16 one holding bf16 words (rows of K
     values, K a multiple of 8), for boxes of ``box_rows`` x 64 values in the 128-byte swizzle.
     ValueError for anything else."""
-    return TensorMap(array, box_rows)
+    return TensorMap(array, (box_rows, BOX_K))
+
+
+def tensor_map_box(array, box: tuple) -> TensorMap:
+    """The tensor map of a C-contiguous 2-D to 4-D fp16 (or bf16-word) device array for boxes of
+    shape ``box`` (in the array's order; the last dimension 64 values, one 128-byte swizzle row).
+    A box lands in shared memory as rows of 64 values, the last dimension but one varying
+    fastest: a [1, 4, 32, 64] box of an NHWC image is 128 rows, pixel (y, x) in row 32·y + x."""
+    return TensorMap(array, box)
 
 
 LINK_ALL = wgmma.LINK + LINK

@@ -31,10 +31,11 @@ second. ``fence`` orders earlier register writes of the accumulators before wgmm
 On a GPU every call is one or two PTX instructions in linked CUDA C++ (wgmma.mma_async.sync
 .aligned.m64nNk16.f32.f16.f16, wgmma.fence / commit_group / wait_group, fence.proxy.async,
 cp.async). On the simulator the same calls are emulated with the same arithmetic and layout:
-each thread's ``mma_n*`` reads the fp16 operands through the descriptors out of the shared
-array (``wgmma_model.thread_products``, swizzle included) and adds, in fp32, exactly the
-products its own registers would hold; the copies happen at once and the fences have nothing
-to order. The descriptor carries the same bits on both (its start relative to the shared
+``mma_n*`` waits until all 128 threads of the warpgroup have reached it (as the instruction
+does), the fp16 operands are read through the descriptors out of the shared array
+(``wgmma_model.warpgroup_products``, swizzle included), and each thread adds, in fp32, exactly
+the products its own registers would hold; the copies happen at once and the fences have
+nothing to order. The descriptor carries the same bits on both (its start relative to the shared
 array's first byte on the simulator).
 """
 
@@ -269,22 +270,41 @@ else:
         else:
             smem[at:at + 8] = 0
 
+    class _Warpgroup:
+        """Emulation: what the 128 threads of one warpgroup meet at. A multiply is one instruction
+        of the whole warpgroup, which the tensor cores start once all 128 threads have issued it:
+        no thread passes it before the others reach it (a kernel that lets one thread speak for
+        its warpgroup, as GEMM version 7 does, relies on this). The last thread to arrive
+        computes the whole 64 x N product; each thread then takes its registers' share."""
+
+        LIMIT_S = 20.0  # the longest wait for the other threads
+
+        def __init__(self):
+            self.args = self.result = self.error = None
+            self.barrier = threading.Barrier(WARPGROUP, action=self._multiply)
+
+        def _multiply(self):
+            try:
+                self.result = wgmma_model.warpgroup_products(*self.args)
+            except Exception as error:  # raised in every thread below, not lost in the barrier
+                self.error = error
+            self.args = None
+
+        def products(self, args, thread):
+            if self.args is not None and self.args[1:] != args[1:]:
+                self.error = ValueError("the threads of a warpgroup issued one wgmma with different operands")
+            self.args = args
+            try:
+                self.barrier.wait(self.LIMIT_S)
+            except threading.BrokenBarrierError:
+                raise RuntimeError("not all 128 threads of a warpgroup reached the same wgmma; on a GPU this "
+                                   "multiply would never start") from None
+            if self.error is not None:
+                raise self.error
+            return self.result[thread]
+
     _WARPGROUPS: dict = {}
     _WARPGROUPS_LOCK = threading.Lock()
-    TOGETHER_LIMIT_S = 20.0  # the simulator's longest wait for a warpgroup's other threads
-
-    def _together(image: np.ndarray) -> None:
-        """Emulation: a multiply is one instruction of the whole warpgroup, which the tensor cores
-        start once all 128 threads have issued it; no thread passes it before the others reach it
-        (a kernel that lets one thread speak for its warpgroup, as version 7 does, relies on this)."""
-        key = (image.ctypes.data, cuda.threadIdx.x // WARPGROUP)  # the block's shared memory, the warpgroup
-        with _WARPGROUPS_LOCK:
-            barrier = _WARPGROUPS.setdefault(key, threading.Barrier(WARPGROUP))
-        try:
-            barrier.wait(TOGETHER_LIMIT_S)
-        except threading.BrokenBarrierError:
-            raise RuntimeError("not all 128 threads of a warpgroup reached the same wgmma; on a GPU this "
-                               "multiply would never start") from None
 
     def _emulated_mma(n: int, operands: str = "fp16"):
         @cuda.jit(device=True)
@@ -295,8 +315,10 @@ else:
             image = np.asarray(a_desc.memory).view(np.uint8)
             if b_desc.memory is not a_desc.memory:
                 raise ValueError("A and B must lie in the same shared array")
-            _together(image)
-            products = wgmma_model.thread_products(image, int(a_desc), int(b_desc), n, thread_in_warpgroup(), operands)
+            key = (image.ctypes.data, cuda.threadIdx.x // WARPGROUP)  # the block's shared memory, the warpgroup
+            with _WARPGROUPS_LOCK:
+                group = _WARPGROUPS.setdefault(key, _Warpgroup())
+            products = group.products((image, int(a_desc), int(b_desc), n, operands), thread_in_warpgroup())
             acc[:] = products + (acc if scale_d else np.float32(0.0))
         return mma
 

@@ -184,3 +184,13 @@ def thread_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, thread: 
     A = read_kmajor(smem, a_desc, M_TILE, only=r, operands=operands).astype(np.float32)
     Bt = read_kmajor(smem, b_desc, n, only=c, operands=operands).astype(np.float32)
     return np.einsum("ik,ik->i", A, Bt, dtype=np.float32)
+
+
+def warpgroup_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, operands: str = "fp16") -> np.ndarray:
+    """``thread_products`` of all 128 threads at once, [128, N/2]: the same products and sums
+    (so the same fp32 results), one gather of the operands for the whole warpgroup."""
+    _check_n(n)
+    rows, cols = _owned(n)
+    A = read_kmajor(smem, a_desc, M_TILE, operands=operands).astype(np.float32)
+    Bt = read_kmajor(smem, b_desc, n, operands=operands).astype(np.float32)
+    return np.einsum("tik,tik->ti", A[rows], Bt[cols], dtype=np.float32)
