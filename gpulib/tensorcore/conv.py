@@ -181,6 +181,7 @@ V3_ACC = V3_BN // 2  # each thread's accumulators (64 x 64 per warpgroup)
 V3_A_BYTES = V3_BM * V3_BK * 2
 V3_STAGE_BYTES = V3_A_BYTES + V3_BN * V3_BK * 2
 V3_SHARED = V3_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
+_multiply64 = wgmma.MULTIPLY_TILE["fp16", V3_BN]  # a 64-deep step: 64 pixels x 64 filters per warpgroup
 
 
 @cuda.jit(device=True)
@@ -276,10 +277,7 @@ def tc_conv_wgmma_kernel(X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride):
         wgmma.async_commit()
         stage = base + step % V3_STAGES * V3_STAGE_BYTES
         wgmma.fence()
-        for kk in range(V3_BK // wgmma.K_TILE):
-            a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
-            b = wgmma.descriptor(smem, stage + V3_A_BYTES + 32 * kk, wgmma.ATOM_BYTES)
-            wgmma.mma_n64(acc, a, b, 1)
+        _multiply64(acc, smem, stage + group * wgmma.M_TILE * 128, stage + V3_A_BYTES, 1)
         wgmma.commit()
         wgmma.wait_one()
     wgmma.wait_all()
@@ -365,10 +363,7 @@ def tc_conv_tma_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width
         tma.wait(bars, s, (step // V4_STAGES) % 2)
         wgmma.fence()
         stage = base + s * V3_STAGE_BYTES
-        for kk in range(V3_BK // wgmma.K_TILE):
-            a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
-            b = wgmma.descriptor(smem, stage + V3_A_BYTES + 32 * kk, wgmma.ATOM_BYTES)
-            wgmma.mma_n64(acc, a, b, 1)
+        _multiply64(acc, smem, stage + group * wgmma.M_TILE * 128, stage + V3_A_BYTES, 1)
         wgmma.commit()
         wgmma.wait_one()
         cuda.syncthreads()  # every warpgroup is done with step - 1: its buffer may be refilled
@@ -502,19 +497,6 @@ def supports_tma(W_shape, stride) -> str:
     return wgmma.unsupported_device()
 
 
-_TMA_MAPS: dict = {}
-
-
-def _box_map(array, box):
-    """A tensor map per (address, shape, box) on a GPU, made once; a fresh one on the simulator."""
-    if not wgmma.ON_GPU:
-        return tma.tensor_map_box(array, box)
-    key = (array.__cuda_array_interface__["data"][0], tuple(array.shape), box)
-    if key not in _TMA_MAPS:
-        _TMA_MAPS[key] = tma.tensor_map_box(array, box)
-    return _TMA_MAPS[key]
-
-
 def launch_tma(Xn, Wk, bias, Y, shape, padding: int, stride: int = 1):
     """Version 4 on version 3's operands (``wgmma_operands``); shape = (N, H, W, R, S); Y [N·H'·W', K]."""
     N, H, Wd, R, S = shape
@@ -528,8 +510,8 @@ def launch_tma(Xn, Wk, bias, Y, shape, padding: int, stride: int = 1):
     height, width = pixel_tile(Ho, Wo)
     patches_x = blocks(Wo, width)
     patches = blocks(Ho, height) * patches_x
-    x_map = _box_map(Xn.reshape(N, H, Wd, C), (1, height, width, 64)).argument
-    w_map = _box_map(Wk.reshape(Wk.shape[0], R * S, C), (64, 1, 64)).argument
+    x_map = tma.cached_map(Xn.reshape(N, H, Wd, C), (1, height, width, tma.BOX_K)).argument
+    w_map = tma.cached_map(Wk.reshape(Wk.shape[0], R * S, C), (V3_BN, 1, tma.BOX_K)).argument
     grid = (N * patches, blocks(Wk.shape[0], V3_BN))
     wgmma.launch(tc_conv_tma_kernel, grid, V3_THREADS, V4_SHARED, x_map, w_map, bias, Y, C, Ho, Wo, S, R * S,
                  padding, width, patches_x, patches)

@@ -252,7 +252,7 @@ def grouped_tile(M, N, bm, bn):
 def make_tc_gemm_v5(bn: int, stages: int):
     """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256) and a ring of ``stages``
     (3 or 4) shared buffers of A's and Bᵀ's 64-deep tiles; returns (kernel, shared bytes)."""
-    mma, store = wgmma.MMA["fp16", bn], wgmma.STORE[bn]
+    multiply, store = wgmma.MULTIPLY_TILE["fp16", bn], wgmma.STORE[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
     acc_size = bn // 2  # each thread's share of its warpgroup's 64 x bn accumulators
@@ -302,10 +302,7 @@ def make_tc_gemm_v5(bn: int, stages: int):
             wgmma.async_commit()
             stage = base + step % stages * stage_bytes
             wgmma.fence()
-            for kk in range(V5_BK // wgmma.K_TILE):  # four 16-deep slices: the start moves 32 bytes
-                a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
-                b = wgmma.descriptor(smem, stage + a_bytes + 32 * kk, wgmma.ATOM_BYTES)
-                mma(acc, a, b, 1)
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, 1)  # four 16-deep slices
             wgmma.commit()
             wgmma.wait_one()  # the previous tile's multiplies are done: its buffer may be refilled
         wgmma.wait_all()
@@ -322,21 +319,27 @@ V6_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128
 V6_DEFAULT = "128x256, 4 stages"  # the fastest measured (4096³ on an H200)
 
 
-def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
-    """Version 6 for a 128 x ``bn`` block tile, ``stages`` buffers and fp16 or bf16 operands;
-    returns (kernel, shared bytes)."""
-    mma, store = wgmma.MMA[operands, bn], wgmma.STORE[bn]
-    a_bytes = V5_BM * V5_BK * 2
-    stage_bytes = a_bytes + bn * V5_BK * 2
-    acc_size = bn // 2
-
+def _tma_request(stages: int, a_bytes: int, stage_bytes: int):
     @cuda.jit(device=True)
     def request(smem, base, bars, a_map, b_map, row0, col0, tile):
-        """(One thread) announce a tile's bytes on its buffer's barrier and ask TMA for A's and Bᵀ's boxes."""
+        """(One thread) announce 64-deep tile ``tile``'s bytes on its buffer's barrier (tile mod
+        stages) and ask TMA for A's and Bᵀ's boxes: A[row0:+128] then Bᵀ[col0:+bn], K from 64·tile."""
         s = tile % stages
         tma.expect(bars, s, stage_bytes)
         tma.load(smem, base + s * stage_bytes, a_map, row0, tile * V5_BK, bars, s)
         tma.load(smem, base + s * stage_bytes + a_bytes, b_map, col0, tile * V5_BK, bars, s)
+    return request
+
+
+def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
+    """Version 6 for a 128 x ``bn`` block tile, ``stages`` buffers and fp16 or bf16 operands;
+    returns (kernel, shared bytes)."""
+    multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    acc_size = bn // 2
+
+    request = _tma_request(stages, a_bytes, stage_bytes)
 
     @tma.kernel
     def tc_gemm_v6_kernel(a_map, b_map, C, K):
@@ -362,10 +365,7 @@ def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
             tma.wait(bars, step % stages, (step // stages) % 2)  # this tile's bytes have landed
             wgmma.fence()
             stage = base + step % stages * stage_bytes
-            for kk in range(V5_BK // wgmma.K_TILE):
-                a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
-                b = wgmma.descriptor(smem, stage + a_bytes + 32 * kk, wgmma.ATOM_BYTES)
-                mma(acc, a, b, 1)
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, 1)
             wgmma.commit()
             wgmma.wait_one()  # this warpgroup's multiplies of tile step - 1 are done
             cuda.syncthreads()  # ... and every warpgroup's: that buffer may be refilled
@@ -395,11 +395,12 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
                     operands: str = "fp16"):
     """Version 7 for a 128 x ``bn`` block tile and ``stages`` buffers: one producer warpgroup and
     two multiplying ones, whose registers ``setmaxnreg`` sets; returns (kernel, shared bytes)."""
-    mma, store = wgmma.MMA[operands, bn], wgmma.STORE[bn]
+    multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
     release, claim = wgmma.RELEASE[producer_registers], wgmma.CLAIM[consumer_registers]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
     acc_size = bn // 2
+    request = _tma_request(stages, a_bytes, stage_bytes)
 
     @cuda.jit(device=True)
     def produce(smem, base, full, empty, a_map, b_map, row0, col0, steps):
@@ -408,9 +409,7 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
             s = tile % stages
             if tile >= stages:  # the buffer's previous tile, tile - stages, must be done with
                 tma.wait(empty, s, (tile // stages - 1) % 2)
-            tma.expect(full, s, stage_bytes)
-            tma.load(smem, base + s * stage_bytes, a_map, row0, tile * V5_BK, full, s)
-            tma.load(smem, base + s * stage_bytes + a_bytes, b_map, col0, tile * V5_BK, full, s)
+            request(smem, base, full, a_map, b_map, row0, col0, tile)
 
     @cuda.jit(device=True)
     def consume(smem, base, full, empty, acc, group, steps):
@@ -421,10 +420,7 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
             tma.wait(full, s, (step // stages) % 2)
             wgmma.fence()
             stage = base + s * stage_bytes
-            for kk in range(V5_BK // wgmma.K_TILE):
-                a = wgmma.descriptor(smem, stage + group * wgmma.M_TILE * 128 + 32 * kk, wgmma.ATOM_BYTES)
-                b = wgmma.descriptor(smem, stage + a_bytes + 32 * kk, wgmma.ATOM_BYTES)
-                mma(acc, a, b, min(step + kk, 1))  # the very first multiply starts from zero
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, min(step, 1))  # the first: from zero
             wgmma.commit()
             wgmma.wait_one()  # the multiplies of tile step - 1 are done: its buffer is free
             if step > 0 and wgmma.thread_in_warpgroup() == 0:
@@ -486,19 +482,6 @@ def _check_wgmma_operands(A16, Bt16, C, operands: str = "fp16"):
         raise ValueError(f"C must be [M, N] = {(M, N)}, not {tuple(C.shape)}")
 
 
-_MAPS: dict = {}
-
-
-def _tensor_map(array, box_rows: int):
-    """A tensor map per (address, shape, box) on a GPU, made once: the map depends on nothing else."""
-    if not wgmma.ON_GPU:
-        return tma.tensor_map(array, box_rows)
-    key = (array.__cuda_array_interface__["data"][0], tuple(array.shape), box_rows)
-    if key not in _MAPS:
-        _MAPS[key] = tma.tensor_map(array, box_rows)
-    return _MAPS[key]
-
-
 def launch_tma(A16, Bt16, C, config: str | None = None, operands: str = "fp16", version: str = "v6"):
     """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 6 or 7 (TMA) on device operands
     (fp16, or with ``operands="bf16"`` uint16 arrays of bf16 words; rows contiguous, K a multiple
@@ -516,7 +499,7 @@ def launch_tma(A16, Bt16, C, config: str | None = None, operands: str = "fp16", 
     bn = configs[config][0]
     M, K = A16.shape
     grid = blocks(Bt16.shape[0], bn) * blocks(M, V5_BM)
-    a_map, b_map = _tensor_map(A16, V5_BM).argument, _tensor_map(Bt16, bn).argument
+    a_map, b_map = (tma.cached_map(X, (rows, tma.BOX_K)).argument for X, rows in ((A16, V5_BM), (Bt16, bn)))
     wgmma.launch(kernel, grid, threads, shared, a_map, b_map, C, K)
 
 

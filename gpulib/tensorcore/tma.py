@@ -310,6 +310,21 @@ def tensor_map_box(array, box: tuple) -> TensorMap:
     return TensorMap(array, box)
 
 
+_CACHE: dict = {}
+
+
+def cached_map(array, box: tuple) -> TensorMap:
+    """``tensor_map_box`` made once per (address, shape, box) on a GPU, where a map depends on
+    nothing else and encoding one costs a driver call and a copy; a fresh one on the simulator
+    (whose map holds the array itself)."""
+    if not ON_GPU:
+        return TensorMap(array, box)
+    key = (array.__cuda_array_interface__["data"][0], tuple(array.shape), tuple(box))
+    if key not in _CACHE:
+        _CACHE[key] = TensorMap(array, box)
+    return _CACHE[key]
+
+
 LINK_ALL = wgmma.LINK + LINK
 
 

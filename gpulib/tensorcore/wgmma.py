@@ -338,6 +338,25 @@ async_commit, async_wait_one, async_wait_all = wmma.async_commit, wmma.async_wai
 MMA = {("fp16", 64): mma_n64, ("fp16", 128): mma_n128, ("fp16", 256): mma_n256,
        ("bf16", 64): mma_bf16_n64, ("bf16", 128): mma_bf16_n128, ("bf16", 256): mma_bf16_n256}
 STORE = {64: store_n64, 128: store_n128, 256: store_n256}
+TILE_K = 64  # the K depth of the tiles kernels stage: one 128-byte swizzle row of 16-bit values
+
+
+def _multiply_tile(mma):
+    @cuda.jit(device=True)
+    def multiply_tile(acc, smem, a_byte, b_byte, scale_d):
+        """acc = A·Bᵀ over one 64-deep K tile, plus acc unless ``scale_d`` is 0: four m64nNk16,
+        each descriptor's start 32 bytes further along K for the next 16-deep slice. A is this
+        warpgroup's 64 rows at byte ``a_byte`` of the shared array, Bᵀ's N rows at ``b_byte``, both
+        K-major in the 128-byte swizzle. Asynchronous, like the multiplies it issues."""
+        for kk in range(TILE_K // K_TILE):
+            a = descriptor(smem, a_byte + 32 * kk, ATOM_BYTES)
+            b = descriptor(smem, b_byte + 32 * kk, ATOM_BYTES)
+            mma(acc, a, b, scale_d if kk == 0 else 1)
+    return multiply_tile
+
+
+# one 64-deep tile's multiplies for each (operands, N): what the kernels call at every step
+MULTIPLY_TILE = {key: _multiply_tile(mma) for key, mma in MMA.items()}
 
 
 def kernel(fn=None, *, max_registers: int | None = None):
