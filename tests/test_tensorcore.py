@@ -207,6 +207,16 @@ def test_tensor_core_figures_draw():
     from gpulib.figures.style import use_korean_font
 
     use_korean_font()
-    for fig in (tensor_cores.fragment_layout(), tensor_cores.pipeline()):
+    for fig in (tensor_cores.fragment_layout(), tensor_cores.pipeline(), tensor_cores.tap_boxes()):
         assert fig.axes
         plt.close(fig)
+
+
+def test_the_tap_box_figure_names_the_box_the_kernel_asks_for(rng):
+    """The patch moved by (r - padding, s - padding), as conv v4 asks TMA for it (the kernel's
+    boxes themselves are checked through the convolution in test_wgmma)."""
+    from gpulib.figures.tensor_cores import tap_box
+
+    assert tap_box((0, 0), (0, 0), 1) == (-1, -1)
+    assert tap_box((2, 64), (2, 1), 1) == (3, 64)
+    assert tap_box((4, 8), (0, 4), 2) == (2, 10)

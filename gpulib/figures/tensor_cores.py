@@ -10,6 +10,9 @@ pipeline overlaps the copies with the tensor-core work.
     swizzle_atom      one 8x128-byte atom of a wgmma operand tile without and with Hopper's
                       128-byte swizzle: which logical chunk sits where, and the banks one column
                       of chunks falls on
+    tap_boxes         conv v4's TMA boxes: for a few filter taps (r, s), the patch of output
+                      pixels moved by (r - padding, s - padding) over the input image, with the
+                      cells outside the image that the copy engine fills with zeros
 """
 
 from __future__ import annotations
@@ -209,5 +212,50 @@ def warpgroup_accumulators(n: int = 16, threads=(0, 37)):
     ax.set_ylabel("행 (m): 16행마다 워프 하나")
     ax.set_title(f"wgmma m64n{n}k16의 결과 D: 칸의 숫자는 그 원소를 가진 스레드 (0..127), 붉은 글씨: 스레드 "
                  f"{', '.join(map(str, threads))}의 레지스터", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def tap_box(corner, tap, padding: int) -> tuple[int, int]:
+    """The input row and column where conv v4's box for filter tap (r, s) starts, for the patch of
+    output pixels whose top-left pixel is ``corner`` (stride 1): the patch moved by the tap's
+    offset, (y0 + r - padding, x0 + s - padding), as ``conv._request_step`` asks TMA for it."""
+    (y0, x0), (r, s) = corner, tap
+    return y0 + r - padding, x0 + s - padding
+
+
+def tap_boxes(image=(5, 12), patch=(2, 8), corner=(0, 0), padding: int = 1, taps=((0, 0), (1, 1), (2, 2))):
+    """One panel per filter tap: the input image (grey) with its padding ring, the block's patch
+    of ``patch`` output pixels at ``corner`` (dashed), and the TMA box the tap needs (orange inside
+    the image, hatched red where it leaves it: those cells arrive as zeros, the padding)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    H, W = image
+    ph, pw = patch
+    fig, axes = plt.subplots(1, len(taps), figsize=(4.4 * len(taps), 3.2))
+    for ax, tap in zip(np.atleast_1d(axes), taps):
+        by, bx = tap_box(corner, tap, padding)
+        zeros = 0
+        for y in range(-padding, H + padding):
+            for x in range(-padding, W + padding):
+                inside = 0 <= y < H and 0 <= x < W
+                in_box = by <= y < by + ph and bx <= x < bx + pw
+                face = "tab:orange" if in_box and inside else ("0.85" if inside else "white")
+                ax.add_patch(Rectangle((x, y), 1, 1, facecolor=face, edgecolor="0.6", linewidth=0.5,
+                                       hatch="///" if in_box and not inside else None))
+                if in_box and not inside:
+                    zeros += 1
+                    ax.add_patch(Rectangle((x, y), 1, 1, fill=False, edgecolor="tab:red", linewidth=0.8))
+        ax.add_patch(Rectangle((corner[1], corner[0]), pw, ph, fill=False, edgecolor="tab:blue", linewidth=2,
+                               linestyle="--"))
+        ax.set_xlim(-padding - 0.2, W + padding + 0.2)
+        ax.set_ylim(H + padding + 0.2, -padding - 0.2)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(f"탭 (r, s) = {tap}: 상자는 ({by}, {bx})부터\n그림 밖 {zeros}칸은 TMA가 0으로 채운다", fontsize=9)
+    fig.suptitle(f"합성곱 v4의 TMA 상자 (입력 {H}×{W}, 패딩 {padding}; 파란 점선: 블록의 출력 조각 "
+                 f"{ph}×{pw}, 주황: 탭이 읽는 입력)", fontsize=10)
     fig.tight_layout()
     return fig
