@@ -11,6 +11,7 @@
     b = wgmma.descriptor(smem, b_byte, 1024)
     wgmma.fence()                                     # accumulators ready for the tensor cores
     wgmma.mma_n128(acc, a, b, 1)                      # acc (64 floats) += A·Bᵀ, asynchronous
+    wgmma.MULTIPLY_TILE["fp16", 128](acc, smem, a_byte, b_byte, 1)  # a 64-deep tile: four such slices
     wgmma.commit()                                    # close this group of multiplies
     wgmma.wait_one()  /  wgmma.wait_all()             # at most one / no group still running
     wgmma.store_n128(C, row, col, acc)                # each thread writes its 64 results
