@@ -117,8 +117,6 @@ def install() -> None:
 
         syncthreads_count = syncthreads_and = syncthreads_or = lambda self, value: self.syncthreads()
 
-    threaded_run = simulator.BlockManager.run
-
     def run(self, grid_point, *args):
         if _kernel_needs_threads(self._f):
             return _threaded_run(self, grid_point, *args)
@@ -128,7 +126,7 @@ def install() -> None:
         if block.exception:
             raise block.exception[0].with_traceback(block.exception[1])
 
-    run.threaded_run = threaded_run
+    run.threaded_run = _threaded_run  # the mark that install() has run
     simulator.BlockManager.run = run
     _accept_alignment()
 

@@ -98,7 +98,7 @@ def test_moving_the_start_32_bytes_along_k_reads_the_next_slice(rng):
 
 @pytest.mark.parametrize("n", [64, 128])
 def test_each_threads_products_are_its_fragment_of_the_whole_product(rng, n):
-    """What the simulator gives one thread equals that thread's registers of the whole product."""
+    """What the simulator gives each thread equals that thread's registers of the whole product."""
     A = rng.standard_normal((64, 64)).astype(np.float32)
     Bt = rng.standard_normal((n, 64)).astype(np.float32)
     smem = np.zeros(8192 + 128 * n, np.uint8)
@@ -106,9 +106,9 @@ def test_each_threads_products_are_its_fragment_of_the_whole_product(rng, n):
     W.write_kmajor(smem, 8192, Bt, "128B")
     a_desc, b_desc = (smem_layout.descriptor(s + 64, 16, 1024, "128B") for s in (0, 8192))  # K slice 2
     whole = W.fragments(W.multiply(smem, a_desc, b_desc, n))
+    products = W.warpgroup_products(smem, a_desc, b_desc, n)
     for thread in (0, 37, 127):
-        np.testing.assert_allclose(W.thread_products(smem, a_desc, b_desc, n, thread), whole[thread], rtol=1e-6,
-                                   atol=1e-6)
+        np.testing.assert_allclose(products[thread], whole[thread], rtol=1e-6, atol=1e-6)
     want = A[:, 32:48].astype(np.float16).astype(np.float64) @ Bt[:, 32:48].astype(np.float16).astype(np.float64).T
     np.testing.assert_allclose(W.from_fragments(whole), want, rtol=1e-5, atol=1e-5)
 

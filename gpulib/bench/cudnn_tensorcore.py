@@ -17,8 +17,8 @@ or read from benchmarks/results/cudnn_tensorcore.json.
     wgmma          tensor-core GEMM v5, v6 and v7 (Hopper's warpgroup MMA; v6 with TMA, v7 with a
                    producer warpgroup) in each config against cuBLAS fp16 on the same C = A·Bᵀ
                    at 4096³ and 8192³, v6 and v7 with bf16 operands against cuBLAS bf16, v4
-                   (WMMA) and cuBLAS on C = A·B at 4096³ in the same run, conv v3 against
-                   PyTorch and cuDNN's plans, and each kernel's registers, shared memory and
+                   (WMMA) and cuBLAS on C = A·B at 4096³ in the same run, conv v3 and v4
+                   against PyTorch and cuDNN's plans, and each kernel's registers, shared memory and
                    SASS (HGMMA, LDGSTS, UTMALDG, BAR) (``--part wgmma``)
     winograd_f4    Winograd F(4x4, 3x3) on the 16.3 layer: the whole call (events and wall time),
                    each of its four launches, cuDNN fp32 and implicit precomp GEMM in the same

@@ -6,7 +6,7 @@
     wgmma.py  Hopper's warpgroup MMA (wgmma.mma_async m64nNk16 from shared-memory descriptors,
               fences, wait groups, cp.async into the 128-byte swizzle), inline PTX on a GPU and
               emulated on the simulator through wgmma_model
-    tma.py    the tensor memory accelerator (tensor maps, 2-D box loads) and mbarriers, inline
+    tma.py    the tensor memory accelerator (tensor maps, 2-D to 4-D box loads) and mbarriers, inline
               PTX on a GPU, emulated on the simulator (a wait that can never end is an error)
     gemm.py   GEMM on the tensor cores: v1 one warp per 16x16 tile from global memory,
               v2 4 warps per 64x64 block tile staged in shared memory, v3 8 warps per

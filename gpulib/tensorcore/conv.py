@@ -223,10 +223,10 @@ def _next_tap(tap, C, S):
 @cuda.jit(device=True)
 def _bias_n64(acc, bias, col0):
     """Every accumulator starts as its column's bias (D = A·B + C, C = the bias row)."""
-    i = wgmma.thread_in_warpgroup() % 4
+    _, c0 = wgmma.accumulator_corner(0, col0)
     for j in range(8):
         for h in range(2):
-            col = col0 + 8 * j + 2 * i + h
+            col = c0 + 8 * j + h
             value = bias[col] if col < bias.shape[0] else float32(0.0)
             acc[4 * j + h] = value
             acc[4 * j + 2 + h] = value
@@ -304,10 +304,9 @@ def _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group):
     """This thread's 32 results: rows of the block's 128-pixel patch (row i is pixel (y0 + i //
     width, x0 + i % width) of image n) into Y [N·H'·W', K], skipping pixels outside the image and
     filters past K."""
-    t = wgmma.thread_in_warpgroup()
-    c0 = col0 + 2 * (t % 4)
+    i0, c0 = wgmma.accumulator_corner(wgmma.M_TILE * group, col0)  # row i0 of the patch, filter c0
     for h in range(2):
-        i = wgmma.M_TILE * group + 16 * (t // 32) + (t % 32) // 4 + 8 * h
+        i = i0 + 8 * h
         y, x = y0 + i // width, x0 + i % width
         if y < Ho and x < Wo:
             row = (n * Ho + y) * Wo + x

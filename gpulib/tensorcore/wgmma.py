@@ -57,17 +57,25 @@ N_SIZES = (64, 128, 256)  # the N this module offers (the instruction takes any 
 REGISTER_COUNTS = (40, 232)  # what RELEASE and CLAIM offer (setmaxnreg takes multiples of 8 in 24..256)
 
 
-def _mma_source(n: int, operands: str = "f16") -> str:
+PTX_TYPES = {"fp16": "f16", "bf16": "bf16"}  # the operand types and their names in the instruction
+
+
+def _mma_name(n: int, operands: str) -> str:
+    """The linked C++ function that issues one m64nNk16 with these operands."""
+    return f"gpulib_wgmma_n{n}" if operands == "fp16" else f"gpulib_wgmma_{operands}_n{n}"
+
+
+def _mma_source(n: int, operands: str = "fp16") -> str:
     regs = ", ".join(f"%{i}" for i in range(n // 2))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(n // 2))
     a, b, scale = n // 2, n // 2 + 1, n // 2 + 2
-    name = f"gpulib_wgmma_n{n}" if operands == "f16" else f"gpulib_wgmma_{operands}_n{n}"
+    ptx = PTX_TYPES[operands]
     return f"""
-extern "C" __device__ int {name}(int* ret, unsigned long long acc, unsigned long long a_desc,
+extern "C" __device__ int {_mma_name(n, operands)}(int* ret, unsigned long long acc, unsigned long long a_desc,
                                            unsigned long long b_desc, int scale_d) {{
     float* d = reinterpret_cast<float*>(acc);
     asm volatile("{{\\n .reg .pred p;\\n setp.ne.b32 p, %{scale}, 0;\\n"
-                 " wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{operands}.{operands} {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n}}\\n"
+                 " wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ptx}.{ptx} {{{regs}}}, %{a}, %{b}, p, 1, 1, 0, 0;\\n}}\\n"
                  : {outs} : "l"(a_desc), "l"(b_desc), "r"(scale_d));
     return 0;
 }}
@@ -87,7 +95,7 @@ extern "C" __device__ int gpulib_wgmma_commit(int* ret) { asm volatile("wgmma.co
 extern "C" __device__ int gpulib_wgmma_wait0(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); return 0; }
 extern "C" __device__ int gpulib_wgmma_wait1(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); return 0; }
 extern "C" __device__ int gpulib_fence_async_proxy(int* ret) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); return 0; }
-""" + "".join(_mma_source(n, kind) for n in N_SIZES for kind in ("f16", "bf16")) + "".join(
+""" + "".join(_mma_source(n, operands) for n in N_SIZES for operands in PTX_TYPES) + "".join(
     f'extern "C" __device__ int gpulib_setmaxnreg_{way}_{n}(int* ret) '
     f'{{ asm volatile("setmaxnreg.{way}.sync.aligned.u32 {n};"); return 0; }}\n'
     for way in ("dec", "inc") for n in REGISTER_COUNTS)
@@ -139,8 +147,9 @@ _store8, _store16 = _store_groups(8), _store_groups(16)
 
 
 @cuda.jit(device=True)
-def _corner(row, col):
-    """(r0, c0): the place in C of this thread's first accumulator of the tile at (row, col)."""
+def accumulator_corner(row, col):
+    """(r0, c0): the place in C of this thread's first accumulator of the tile at (row, col); its
+    others are at rows r0 and r0 + 8, columns c0 + 8j and c0 + 8j + 1 (wgmma_model's layout)."""
     t = thread_in_warpgroup()
     return row + 16 * (t // 32) + (t % 32) // 4, col + 2 * (t % 4)
 
@@ -149,21 +158,21 @@ def _corner(row, col):
 def store_n64(C, row, col, acc):
     """C[row:row+64, col:col+64] = this warpgroup's accumulators (each thread its 32 values, at
     the places wgmma_model.accumulator_element names), skipping what lies outside C."""
-    r0, c0 = _corner(row, col)
+    r0, c0 = accumulator_corner(row, col)
     _store8(C, r0, c0, acc, 0)
 
 
 @cuda.jit(device=True)
 def store_n128(C, row, col, acc):
     """store_n64 for a 64 x 128 tile (64 values a thread)."""
-    r0, c0 = _corner(row, col)
+    r0, c0 = accumulator_corner(row, col)
     _store16(C, r0, c0, acc, 0)
 
 
 @cuda.jit(device=True)
 def store_n256(C, row, col, acc):
     """store_n64 for a 64 x 256 tile (128 values a thread), in two loops of 16 column groups."""
-    r0, c0 = _corner(row, col)
+    r0, c0 = accumulator_corner(row, col)
     _store16(C, r0, c0, acc, 0)
     _store16(C, r0, c0, acc, 16)
 
@@ -183,8 +192,6 @@ if ON_GPU:
     wait_one = cuda.declare_device("gpulib_wgmma_wait1", types.int32())
     fence_async_proxy = cuda.declare_device("gpulib_fence_async_proxy", types.int32())
     _mma_sig = types.int32(types.uint64, types.uint64, types.uint64, types.int32)
-    _mma64, _mma128, _mma256 = (cuda.declare_device(f"gpulib_wgmma_n{n}", _mma_sig) for n in N_SIZES)
-    _bf64, _bf128, _bf256 = (cuda.declare_device(f"gpulib_wgmma_bf16_n{n}", _mma_sig) for n in N_SIZES)
     # setmaxnreg: a warpgroup gives registers back to the SM's pool (dec) or takes them (inc)
     RELEASE = {n: cuda.declare_device(f"gpulib_setmaxnreg_dec_{n}", types.int32()) for n in REGISTER_COUNTS}
     CLAIM = {n: cuda.declare_device(f"gpulib_setmaxnreg_inc_{n}", types.int32()) for n in REGISTER_COUNTS}
@@ -210,35 +217,18 @@ if ON_GPU:
         else:
             wmma.cp_async16(dst, src.ctypes.data, 0)
 
-    @cuda.jit(device=True)
-    def mma_n64(acc, a_desc, b_desc, scale_d):
-        """acc (32 floats) = A·Bᵀ + (acc if scale_d else 0), N = 64; asynchronous."""
-        _mma64(acc.ctypes.data, a_desc, b_desc, scale_d)
+    def _linked_mma(n: int, operands: str = "fp16"):
+        issue = cuda.declare_device(_mma_name(n, operands), _mma_sig)
 
-    @cuda.jit(device=True)
-    def mma_n128(acc, a_desc, b_desc, scale_d):
-        """acc (64 floats) = A·Bᵀ + (acc if scale_d else 0), N = 128; asynchronous."""
-        _mma128(acc.ctypes.data, a_desc, b_desc, scale_d)
+        @cuda.jit(device=True)
+        def mma(acc, a_desc, b_desc, scale_d):
+            """acc (N/2 floats a thread) = A·Bᵀ + (acc if scale_d else 0), fp16 (or bf16) operands;
+            asynchronous: one wgmma.mma_async.sync.aligned.m64nNk16.f32 of the linked C++."""
+            issue(acc.ctypes.data, a_desc, b_desc, scale_d)
+        return mma
 
-    @cuda.jit(device=True)
-    def mma_n256(acc, a_desc, b_desc, scale_d):
-        """acc (128 floats) = A·Bᵀ + (acc if scale_d else 0), N = 256; asynchronous."""
-        _mma256(acc.ctypes.data, a_desc, b_desc, scale_d)
-
-    @cuda.jit(device=True)
-    def mma_bf16_n64(acc, a_desc, b_desc, scale_d):
-        """mma_n64 with bf16 operands (.f32.bf16.bf16)."""
-        _bf64(acc.ctypes.data, a_desc, b_desc, scale_d)
-
-    @cuda.jit(device=True)
-    def mma_bf16_n128(acc, a_desc, b_desc, scale_d):
-        """mma_n128 with bf16 operands."""
-        _bf128(acc.ctypes.data, a_desc, b_desc, scale_d)
-
-    @cuda.jit(device=True)
-    def mma_bf16_n256(acc, a_desc, b_desc, scale_d):
-        """mma_n256 with bf16 operands."""
-        _bf256(acc.ctypes.data, a_desc, b_desc, scale_d)
+    mma_n64, mma_n128, mma_n256 = (_linked_mma(n) for n in N_SIZES)
+    mma_bf16_n64, mma_bf16_n128, mma_bf16_n256 = (_linked_mma(n, "bf16") for n in N_SIZES)
 
 else:
     import threading

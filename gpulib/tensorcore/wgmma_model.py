@@ -173,22 +173,10 @@ def _owned(n: int) -> tuple[np.ndarray, np.ndarray]:
 _OWNED: dict = {}
 
 
-def thread_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, thread: int,
-                    operands: str = "fp16") -> np.ndarray:
-    """The N/2 values of A·B (fp16 or bf16 operands, fp32 sums) that ``thread`` of the warpgroup
-    holds after one wgmma m64nNk16, in its register order: what the simulator's emulation gives
-    each thread (only the 2 rows of A and N/4 columns of B it needs are read)."""
-    _check_n(n)
-    rows, cols = _owned(n)
-    r, c = rows[thread], cols[thread]
-    A = read_kmajor(smem, a_desc, M_TILE, only=r, operands=operands).astype(np.float32)
-    Bt = read_kmajor(smem, b_desc, n, only=c, operands=operands).astype(np.float32)
-    return np.einsum("ik,ik->i", A, Bt, dtype=np.float32)
-
-
 def warpgroup_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, operands: str = "fp16") -> np.ndarray:
-    """``thread_products`` of all 128 threads at once, [128, N/2]: the same products and sums
-    (so the same fp32 results), one gather of the operands for the whole warpgroup."""
+    """The N/2 values of A·B (fp16 or bf16 operands, fp32 sums) that each of the warpgroup's 128
+    threads holds after one wgmma m64nNk16, in its register order, [128, N/2]: what the
+    simulator's emulation gives the threads (the operands gathered once for all of them)."""
     _check_n(n)
     rows, cols = _owned(n)
     A = read_kmajor(smem, a_desc, M_TILE, operands=operands).astype(np.float32)
