@@ -6,7 +6,8 @@ must run first; ``gpulib/__init__.py`` imports it before anything else. It never
 
 Order of decision:
 1. ``GPULIB_BACKEND=gpu`` or ``GPULIB_BACKEND=sim`` in the environment wins; Numba's own
-   ``NUMBA_ENABLE_CUDASIM=1`` counts as ``sim``.
+   ``NUMBA_ENABLE_CUDASIM=1`` counts as ``sim``. ``GPULIB_BACKEND=ptx`` is the grader's
+   compiler (``gpulib.grading.cleanroom.compile``): the real CUDA target, no device needed.
 2. Otherwise the GPU is used when a CUDA driver loads, reports at least one device, and
    NVVM (the compiler Numba needs) can be found; the simulator otherwise.
 3. If ``numba.cuda`` was already imported, its backend cannot change any more: gpulib keeps
@@ -32,6 +33,7 @@ class BackendWarning(UserWarning):
 class Choice:
     name: str  # "gpu" or "sim"
     reason: str
+    compile_only: bool = False  # GPULIB_BACKEND=ptx: Numba's CUDA target without a device (the grader's compiler)
 
 
 def _driver_device_count() -> tuple[int, str]:
@@ -97,9 +99,12 @@ def choose() -> Choice:
         return Choice(name, "numba.cuda was imported before gpulib; its backend was kept")
 
     forced = os.environ.get(ENV_VAR, "").strip().lower()
-    if forced not in ("", "gpu", "sim"):
-        raise ValueError(f"{ENV_VAR} must be 'gpu' or 'sim', not {forced!r}")
-    if forced == "sim":
+    if forced not in ("", "gpu", "sim", "ptx"):
+        raise ValueError(f"{ENV_VAR} must be 'gpu' or 'sim' (or 'ptx', compile only), not {forced!r}")
+    if forced == "ptx":
+        choice = Choice("gpu", f"{ENV_VAR}=ptx was set: kernels are compiled for compute capability 9.0, never run",
+                        compile_only=True)
+    elif forced == "sim":
         choice = Choice("sim", f"{ENV_VAR}=sim was set")
     elif forced == "gpu":
         count, why = _driver_device_count()

@@ -47,7 +47,7 @@ def _version(dist: str) -> str:
 
 def device_name() -> str | None:
     """The GPU's name, or None on the simulator (its device has no name)."""
-    if not on_gpu():
+    if not on_gpu() or BACKEND_CHOICE.compile_only:
         return None
     name = cuda.get_current_device().name
     return name.decode() if isinstance(name, bytes) else name
@@ -55,7 +55,9 @@ def device_name() -> str | None:
 
 def report() -> None:
     """Print the backend, why it was chosen, the device, and the versions that matter."""
-    if on_gpu():
+    if BACKEND_CHOICE.compile_only:
+        print("gpulib backend: compile only - kernels compiled for compute capability 9.0, never run")
+    elif on_gpu():
         dev = cuda.get_current_device()
         cc = ".".join(map(str, dev.compute_capability))
         print(f"gpulib backend: GPU - {device_name()} (compute capability {cc})")

@@ -158,6 +158,17 @@ class Trace:
         self._pending: dict[int, dict] = {}  # thread -> value read from global -> its reads [recorder, staged]
         self._just_read: dict[int, list] = {}  # thread -> its read, if that was its last access
 
+    def __getstate__(self):
+        """The record alone (what the clean room's worker sends its judge): no lock, no live arrays."""
+        state = dict(self.__dict__)
+        for live in ("_lock", "_shared", "_pending", "_just_read"):
+            state.pop(live, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock, self._shared, self._pending, self._just_read = threading.RLock(), {}, {}, {}
+
     # -- bookkeeping called from the kernel's threads
     def _thread(self):
         t = threading.current_thread()

@@ -28,6 +28,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,6 +49,36 @@ class Mistake(AssertionError):
     def __init__(self, kind: str, message: str):
         super().__init__(f"[{kind}] {message}")
         self.kind = kind
+
+
+class Remote:
+    """A kernel, function or object of the student's that lives in the clean room's worker
+    process (``cleanroom.judge``): the launches and calls below send it the inputs and read back
+    the outputs, so the check's comparisons run where the student's code never did."""
+
+    def remote_launch(self, grid, block, inputs: dict, outputs: dict, scalars: tuple, what: str) -> dict:
+        raise NotImplementedError
+
+    def remote_trace(self, grid, block, args: dict, what: str):
+        raise NotImplementedError
+
+    def remote_call(self, args: tuple, kwargs: dict, what: str, out_args: tuple = ()):
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class GuardedView:
+    """A kernel input that is ``base[index]`` on the device: a view whose neighbours in ``base``
+    (NaN guards, say) a kernel reading past its edge would meet."""
+
+    base: np.ndarray
+    index: tuple
+
+
+# what the last call of a student's function was seen doing: its sgemm calls (each a list of
+# its arguments, the caller's arrays as ("arg", position)); set by ``called``
+OBSERVED: dict = {"sgemm": []}
+_ALLOCATION_WATCHES: list[dict] = []
 
 
 class KernelTimeout(Exception):
@@ -209,6 +240,11 @@ def explained(what: str):
 def traced(kernel, grid, block, args: dict, what: str):
     """Run ``kernel[grid, block]`` on the simulator with every access recorded (the tracer).
     ``args`` maps names to NumPy arrays (written in place) and scalars, in the kernel's order."""
+    if isinstance(kernel, Remote):
+        t, written = kernel.remote_trace(grid, block, args, what)
+        for name, array in written.items():
+            args[name][...] = array
+        return t
     with explained(what), time_limit():
         return trace(kernel, grid, block, *args.values(), names=tuple(args))
 
@@ -217,7 +253,10 @@ def launched(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = 
     """Launch on the backend: inputs copied to the device, outputs poisoned (``outputs`` maps
     names to (shape, dtype)), the kernel's arguments in the order inputs, outputs, scalars.
     Returns the outputs on the host."""
-    dev_in = [a if is_device_array(a) else to_device(np.ascontiguousarray(a)) for a in inputs.values()]
+    if isinstance(kernel, Remote):
+        return kernel.remote_launch(grid, block, inputs, outputs, scalars, what)
+    dev_in = [to_device(a.base)[a.index] if isinstance(a, GuardedView) else a if is_device_array(a)
+              else to_device(np.ascontiguousarray(a)) for a in inputs.values()]
     dev_out = [poisoned(shape, dtype) for shape, dtype in outputs.values()]
     with explained(what):
         if on_gpu():
@@ -244,10 +283,39 @@ def run(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = (), t
     return t, outs
 
 
-def called(fn, *args, what: str = "함수", **kwargs):
-    """Call a student's Python function; its exceptions become Mistakes."""
-    with explained(what), time_limit():
+def called(fn, *args, what: str = "함수", out_args: tuple = (), **kwargs):
+    """Call a student's Python function; its exceptions become Mistakes. ``out_args``: the
+    positions of the arrays the function writes its answer into (in the clean room, only those
+    come back: a function that changes its other inputs changes nothing the check reads).
+    ``OBSERVED["sgemm"]`` then holds the sgemm calls it made."""
+    if isinstance(fn, Remote):
+        return fn.remote_call(args, kwargs, what, out_args)
+    OBSERVED["sgemm"] = []
+    with explained(what), time_limit(), _recording_sgemm(fn, args):
         return fn(*args, **kwargs)
+
+
+@contextmanager
+def _recording_sgemm(fn, args):
+    """While ``fn`` runs in this process, its global ``sgemm`` records each call in OBSERVED."""
+    from gpulib.gemm import colmajor
+
+    globs = getattr(fn, "__globals__", None)
+    if globs is None or globs.get("sgemm") is not colmajor.sgemm:
+        yield
+        return
+    positions = {id(a): i for i, a in enumerate(args) if isinstance(a, np.ndarray)}
+
+    def recorded(*call):
+        OBSERVED["sgemm"].append([("arg", positions[id(x)]) if isinstance(x, np.ndarray) and id(x) in positions
+                                  else ("array", tuple(x.shape)) if isinstance(x, np.ndarray) else x for x in call])
+        return colmajor.sgemm(*call)
+
+    globs["sgemm"] = recorded
+    try:
+        yield
+    finally:
+        globs["sgemm"] = colmajor.sgemm
 
 
 # -- comparing values
@@ -403,6 +471,7 @@ def allocations():
     ``reference.im2col`` or a hand-made X_col uses). Yields a dict: "largest" and "where"."""
     seen = {"largest": 0, "where": ""}
     patched = []
+    _ALLOCATION_WATCHES.append(seen)  # calls into the clean room's worker report theirs here
 
     def watch(owner, fname, label):
         original = getattr(owner, fname, None)
@@ -427,8 +496,20 @@ def allocations():
     try:
         yield seen
     finally:
+        _ALLOCATION_WATCHES.remove(seen)
         for owner, fname, original in reversed(patched):
             setattr(owner, fname, original)
+
+
+def watching_allocations() -> bool:
+    return bool(_ALLOCATION_WATCHES)
+
+
+def report_allocation(largest: int, where: str) -> None:
+    """An allocation seen elsewhere (the clean room's worker), for every ``allocations`` block open."""
+    for seen in _ALLOCATION_WATCHES:
+        if largest > seen["largest"]:
+            seen["largest"], seen["where"] = largest, where
 
 
 def passed(what: str, seed: int, detail: str = "") -> None:

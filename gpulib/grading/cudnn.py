@@ -12,7 +12,6 @@ import numpy as np
 
 from gpulib import reference
 from gpulib.conv import winograd
-from gpulib.arrays import to_device
 from gpulib.env import sized
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
@@ -78,36 +77,48 @@ def _conv(X, W, out):
     out[...] = reference.conv2d(X, W)
 
 
+def _wrong(X, W, out):
+    """One element off: fast, and wrong."""
+    _conv(X, W, out)
+    out[0, 0, -1, -1] += 0.5
+
+
+def _lazy(X, W, out):
+    """Leaves the last row unwritten (right if the buffer already held Y)."""
+    out[..., :-1, :] = reference.conv2d(X, W)[..., :-1, :]
+
+
+def _nan(X, W, out):
+    out[...] = np.nan
+
+
+def _unsupported(X, W, out):
+    raise ValueError("fft: this layer is not supported")
+
+
+def _everyone(X_shape, W_shape):
+    return ""
+
+
+def _needs_5x5(X_shape, W_shape):
+    return "needs a 5x5 filter or larger"
+
+
 def candidates(rng) -> dict:
     """Correct, wrong, lazy, NaN-producing and unsupported algorithms with random times, in a
     random order but for the lazy one, which comes right after the slower correct one (so a
     reused output buffer holds the right answer when it runs); the fastest correct one is
-    "direct" or "gemm" (random), and every wrong one is faster."""
-    everyone = lambda X_shape, W_shape: ""  # noqa: E731
+    "direct" or "gemm" (random), and every wrong one is faster. Module-level functions, so that
+    the clean room can send them to its worker."""
     times = np.sort(rng.uniform(1e-4, 1e-2, 6))
-
-    def wrong(X, W, out):  # one element off: fast, and wrong
-        _conv(X, W, out)
-        out[0, 0, -1, -1] += 0.5
-
-    def lazy(X, W, out):  # leaves the last row unwritten (right if the buffer already held Y)
-        full = reference.conv2d(X, W)
-        out[..., :-1, :] = full[..., :-1, :]
-
-    def nan(X, W, out):
-        out[...] = np.nan
-
-    def unsupported(X, W, out):
-        raise ValueError("fft: this layer is not supported")
-
     fast_correct = str(rng.choice(["direct", "gemm"]))
     slow_correct = "gemm" if fast_correct == "direct" else "direct"
-    made = [Candidate("winograd", wrong, everyone, times[0]),
-            Candidate("fft", unsupported, lambda X_shape, W_shape: "needs a 5x5 filter or larger", times[0] / 2),
-            Candidate("implicit_gemm", lazy, everyone, times[1]),
-            Candidate("tensor_core", nan, everyone, times[2]),
-            Candidate(fast_correct, _conv, everyone, times[3]),
-            Candidate(slow_correct, _conv, everyone, times[5])]
+    made = [Candidate("winograd", _wrong, _everyone, float(times[0])),
+            Candidate("fft", _unsupported, _needs_5x5, float(times[0] / 2)),
+            Candidate("implicit_gemm", _lazy, _everyone, float(times[1])),
+            Candidate("tensor_core", _nan, _everyone, float(times[2])),
+            Candidate(fast_correct, _conv, _everyone, float(times[3])),
+            Candidate(slow_correct, _conv, _everyone, float(times[5]))]
     names = [made[i].name for i in rng.permutation(len(made)) if made[i].name != "implicit_gemm"]
     names.insert(names.index(slow_correct) + 1, "implicit_gemm")
     by_name = {c.name: c for c in made}
@@ -235,7 +246,8 @@ def run_tc_gemm(kernel, A16, B16):
     A_guarded[:, :K] = A16
     B_guarded = np.full((K + WMMA_TILE, N), np.nan, np.float16)
     B_guarded[:K] = B16
-    A_view, B_view = to_device(A_guarded)[:, :K], to_device(B_guarded)[:K]
+    A_view = core.GuardedView(A_guarded, (slice(None), slice(0, K)))
+    B_view = core.GuardedView(B_guarded, (slice(0, K),))
     return core.run(kernel, (N // WMMA_TILE, M // WMMA_TILE), 32, {"A": A_view, "B": B_view}, {"C": (M, N)}, (), False,
                     "tc_gemm_kernel")
 

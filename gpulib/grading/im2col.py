@@ -98,7 +98,7 @@ def check_gemm_call(gemm_rowmajor, hidden: bool = False, seed: int | None = None
         Y_buf = np.full(K * (NP + ey), 7.0, np.float32)  # the padding of Y must be left as it is
         ld_y = NP + ey
         try:
-            core.called(gemm_rowmajor, W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y, K, CRS, NP, what="gemm_rowmajor")
+            core.called(gemm_rowmajor, W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y, K, CRS, NP, what="gemm_rowmajor", out_args=(4,))
         except Mistake as m:
             if m.kind != "error":
                 raise
