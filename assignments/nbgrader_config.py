@@ -26,6 +26,19 @@ c.ClearSolutions.text_stub = "여기에 답을 쓰세요"
 c.Execute.timeout = int(os.environ.get("NBGRADER_CELL_TIMEOUT", 300))
 c.Execute.interrupt_on_timeout = True
 
+# Grading in the clean room (gpulib/grading/cleanroom): the submission runs in a sandboxed kernel
+# for the student's feedback, then every check is computed again in the grader's own process on
+# the solution cells alone, and those verdicts are the points nbgrader records. Execute is
+# replaced; the rest of nbgrader's autograde pipeline stays as it is.
+from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,  # noqa: E402
+                                    SaveAutoGrades)
+
+from gpulib.grading.cleanroom.nbgrader import CleanRoomExecute  # noqa: E402
+
+c.Autograde.autograde_preprocessors = [CleanRoomExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+
 # The exchange (JupyterHub with a shared directory): see README.md.
 if "NBGRADER_EXCHANGE" in os.environ:
     c.Exchange.root = os.environ["NBGRADER_EXCHANGE"]

@@ -70,6 +70,7 @@ def check_max_pool(kernel, hidden: bool = False, seed: int | None = None) -> Non
     t, out = run_max_pool(kernel, X, trace=True)
     _pool_values(out["Y"], X, seed)
     core.coalesced_writes(t, "Y", "max_pool_kernel", share=0.6)
+    core.outputs_per_thread(t, "Y", 1, "max_pool_kernel")
     for shape in _image_shapes(hidden, rng, (2, 3, 9, 35)):
         X = core.values(rng, shape)
         X[..., :2, :2] = -np.abs(X[..., :2, :2]) - 0.5  # a window with no positive value
@@ -124,6 +125,8 @@ def check_max_pool_backward(kernel, hidden: bool = False, seed: int | None = Non
         dY = core.values(rng, (shape[0], shape[1], shape[2] // 2, shape[3] // 2))
         out = run_max_pool_backward(kernel, X, dY, trace=i == 0)
         dX = out[1]["dX"] if i == 0 else out["dX"]
+        if i == 0:
+            core.outputs_per_thread(out[0], "dX", 1, "max_pool_backward_kernel")
         core.compare(dX, reference.max_pool2d_backward(X, dY), "dX", seed, rtol=1e-7, scale=1.0, known={
             "ties_to_all": (lambda: pool_backward_candidates(X, dY)[0], "최댓값이 같은 원소가 여럿인 창에서 그래디언트를 모두에게 보냈다. 순전파의 출력은 "
                                       "그중 하나에서 왔으므로 그래디언트도 하나(행 우선으로 첫 번째)에만 가야 한다. "
@@ -161,6 +164,8 @@ def check_conv_input_grad(kernel, hidden: bool = False, seed: int | None = None)
             ref = reference.conv2d_backward(X, Wt, dY, padding, stride)[0]
             scale = float(reference.conv2d_backward(X, np.abs(Wt), np.abs(dY), padding, stride)[0].max())
             core.compare(dX, ref, "dX", seed, scale=scale or 1.0, kind=kind, hint=hint)
+            if traced:
+                core.outputs_per_thread(out[0], "dX", 1, "conv_input_grad_kernel")
     core.passed("conv_input_grad_kernel (padding 0/1, stride 1/2)", seed)
 
 

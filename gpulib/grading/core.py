@@ -446,6 +446,39 @@ def coalesced_writes(t, name: str, what: str, share: float = 0.9) -> None:
                                     f"쓴다. 스레드 번호가 가장 빨리 변하는 출력 인덱스(마지막 축)를 맡게 하라.")
 
 
+def outputs_per_thread(t, name: str, bound: int, what: str) -> None:
+    """The statement's mapping: no thread writes more than ``bound`` elements of ``name`` (one
+    thread per output: a thread that computes its neighbours' outputs too does another's work,
+    and a block whose one thread does everything is no parallel kernel)."""
+    writes = t.arrays[name].writes_by_thread
+    if writes.max() > bound:
+        tid = int(np.argmax(writes))
+        block, local = divmod(tid, t.threads_per_block)
+        raise Mistake("thread_mapping", f"{what}: 블록 {block}의 스레드 {t._thread_idx(tid)}가 {name}의 원소를 {int(writes.max())}개 "
+                                        f"썼다. 문제는 스레드 하나가 많아야 {bound}개를 맡게 한다: 일을 블록의 스레드에 나누어라 "
+                                        f"(한 스레드가 다른 스레드의 출력까지 계산하면 병렬 커널이 아니다).")
+
+
+def shared_loads_spread(t, what: str) -> None:
+    """Each shared array is filled by the block's threads together: in every block, no thread
+    writes much more of it than its share (a tile one thread loads while the others wait)."""
+    per_block = t.threads_per_block
+    for name, rec in t.arrays.items():
+        if rec.kind != "shared":
+            continue
+        for first in range(0, t.total_threads, per_block):
+            writes = rec.writes_by_thread[first:first + per_block]
+            total = int(writes.sum())
+            if not total:
+                continue
+            share = -(-total // per_block)
+            if writes.max() > 2 * share + 1:
+                tid = first + int(np.argmax(writes))
+                raise Mistake("cooperative_load", f"{what}: 블록 {first // per_block}에서 스레드 {t._thread_idx(tid)} 하나가 "
+                                                  f"셰어드 배열 '{name}'의 {int(writes.max())}칸을 올렸다 (블록 전체 {total}칸, 스레드 "
+                                                  f"{per_block}개: 스레드마다 {share}칸 남짓). 타일은 블록의 스레드가 함께 나누어 올린다.")
+
+
 def no_atomics(t, name: str, what: str) -> None:
     rec = t.arrays[name]
     if rec.atomics:
@@ -468,8 +501,9 @@ def allocations():
     """Record the largest array (in bytes) created while the block runs through the calls that
     make one: device arrays (``cuda.device_array``, ``to_device``, ... on either backend) and
     NumPy's constructors (``np.empty``, ``np.zeros``, ``np.pad``, ``np.concatenate``, ...; what
-    ``reference.im2col`` or a hand-made X_col uses). Yields a dict: "largest" and "where"."""
-    seen = {"largest": 0, "where": ""}
+    ``reference.im2col`` or a hand-made X_col uses). Yields a dict: "largest", "where" and
+    "total" (the bytes of all of them: an X_col built a channel at a time is large there)."""
+    seen = {"largest": 0, "where": "", "total": 0}
     patched = []
     _ALLOCATION_WATCHES.append(seen)  # calls into the clean room's worker report theirs here
 
@@ -481,6 +515,7 @@ def allocations():
         def wrapper(*args, _original=original, **kwargs):
             array = _original(*args, **kwargs)
             size = int(np.prod(getattr(array, "shape", ()))) * np.dtype(getattr(array, "dtype", np.float32)).itemsize
+            seen["total"] += size
             if size > seen["largest"]:
                 seen["largest"], seen["where"] = size, f"{label}{fname}{tuple(getattr(array, 'shape', ()))}"
             return array
@@ -505,9 +540,10 @@ def watching_allocations() -> bool:
     return bool(_ALLOCATION_WATCHES)
 
 
-def report_allocation(largest: int, where: str) -> None:
+def report_allocation(largest: int, where: str, total: int = 0) -> None:
     """An allocation seen elsewhere (the clean room's worker), for every ``allocations`` block open."""
     for seen in _ALLOCATION_WATCHES:
+        seen["total"] += total
         if largest > seen["largest"]:
             seen["largest"], seen["where"] = largest, where
 

@@ -49,7 +49,34 @@ def check_winograd_tile(winograd_tile, hidden: bool = False, seed: int | None = 
             raise Mistake("input_transform", f"입력 변환 V = Bᵀ d B가 틀렸다{core.where(seed)}. Bᵀ의 원소는 0과 ±1뿐이다 (덧셈만 한다).")
         raise Mistake("output_transform", f"U와 V는 맞는데 Y = Aᵀ (U ⊙ V) A가 틀렸다{core.where(seed)}: Y = {np.round(Y, 6).tolist()}, "
                                           f"기대값 {np.round(want, 6).tolist()}. Aᵀ는 2×4다. 곱은 원소별(⊙)이지 행렬 곱이 아니다.")
+    _check_given_transforms(winograd_tile, rng, seed, 10 if hidden else 3)
     core.passed("winograd_tile", seed)
+
+
+def _check_given_transforms(winograd_tile, rng, seed, trials):
+    """The statement's rule: the three formulas with the matrices passed in. Rows of G scaled by
+    D and rows of Bᵀ by D⁻¹ leave U ⊙ V as it was, Aᵀ scaled by a makes Y a² times the
+    correlation: a Y computed by the definition, or from matrices of its own, cannot pass."""
+    for _ in range(trials):
+        d, g = rng.uniform(-1, 1, (4, 4)), rng.uniform(-1, 1, (3, 3))
+        D = np.diag(rng.choice([-2.0, -0.5, 0.5, 2.0, 4.0], 4))
+        a = float(rng.choice([-3.0, 2.0, 3.0]))
+        BT, G, AT = np.linalg.inv(D) @ winograd.BT, D @ winograd.G, a * winograd.AT
+        result = core.called(winograd_tile, d, g, BT, G, AT, what="winograd_tile(d, g, BT, G, AT)")
+        if not (isinstance(result, tuple) and len(result) == 3):
+            raise Mistake("shape", "winograd_tile(d, g, BT, G, AT)은 (U, V, Y) 세 배열을 돌려주어야 한다.")
+        U, V, Y = (np.asarray(x, np.float64) for x in result)
+        U_want, V_want = G @ g @ G.T, BT @ d @ BT.T
+        if U.shape != (4, 4) or V.shape != (4, 4) or not (np.allclose(U, U_want, atol=1e-9) and np.allclose(V, V_want, atol=1e-9)):
+            raise Mistake("ignores_transforms", f"인자로 준 G와 BT로 U = G g Gᵀ, V = Bᵀ d B를 계산하지 않았다{core.where(seed)}: "
+                                                f"검사는 G의 행을 D배, Bᵀ의 행을 D⁻¹배 한 행렬(D = {np.diag(D).tolist()})을 넘겼다. "
+                                                f"함수 안에서 받은 인자 BT, G, AT를 써라.")
+        Y_want = AT @ (U_want * V_want) @ AT.T
+        if Y.shape != (2, 2) or not np.allclose(Y, Y_want, atol=1e-9):
+            raise Mistake("not_transforms", f"Y가 Aᵀ (U ⊙ V) A가 아니다{core.where(seed)}: 검사는 Aᵀ에 {a:g}를 곱해 넘겼으므로 세 식의 "
+                                            f"Y는 상관의 {a * a:g}배여야 한다 (Y = {np.round(Y, 6).tolist()}, 기대값 "
+                                            f"{np.round(Y_want, 6).tolist()}). 상관을 정의대로 계산하거나 다른 행렬을 쓰면 "
+                                            f"Winograd가 아니다.")
 
 
 # -- the auto-tuner
@@ -202,8 +229,8 @@ def check_loss_scaler(LossScaler, hidden: bool = False, seed: int | None = None)
             grads = [core.values(rng, (3, 4)), core.values(rng, 5)]
             if event != "ok":
                 grads[int(rng.integers(0, 2))].flat[0] = np.inf if event == "inf" else np.nan
-            applied = core.called(student.step, grads, what="LossScaler.step")
-            expected = ref.step(grads)
+            expected = ref.step(grads)  # before the student's step, which may zero the gradients of a skipped step
+            applied = core.called(student.step, [g.copy() for g in grads], what="LossScaler.step")
             history = f"{i}번째 단계 ({event}; 그때까지 {events[:i + 1]})"
             if bool(applied) != expected:
                 if event == "nan":
@@ -262,6 +289,7 @@ def check_tc_gemm(kernel, hidden: bool = False, seed: int | None = None) -> None
     for M, K, N in shapes:
         A, B = core.values(rng, (M, K)).astype(np.float16), core.values(rng, (K, N)).astype(np.float16)
         C = run_tc_gemm(kernel, A, B)["C"]
+        _fragments_from_shared(kernel, seed)
         A64, B64 = A.astype(np.float64), B.astype(np.float64)
         ref = A64 @ B64
         full = K // WMMA_TILE * WMMA_TILE
@@ -273,3 +301,18 @@ def check_tc_gemm(kernel, hidden: bool = False, seed: int | None = None) -> None
             nonfinite=("out_of_bounds", "K를 넘는 칸을 읽었다: 검사는 A의 K번째 열 뒤와 B의 K번째 행 뒤에 NaN을 두었고, "
                                         "NaN × 0도 NaN이다. 마지막 타일에서 K를 넘는 칸은 읽지 말고 0을 써라."))
     core.passed("tc_gemm_kernel (K가 16의 배수가 아님)", seed)
+
+
+GLOBAL_LOADS = ("gpulib_wmma_load_a", "gpulib_wmma_load_b")
+
+
+def _fragments_from_shared(kernel, seed):
+    """The statement's rule, read in the kernel's PTX (compiled for compute capability 9.0 by the
+    clean room; the emulation's loads are the same function for both memories): the fragments
+    come from the shared tiles, never straight from global memory."""
+    calls = kernel.ptx_calls() if isinstance(kernel, core.Remote) else []
+    direct = sorted(c for c in calls if c in GLOBAL_LOADS)
+    if direct:
+        raise Mistake("fragments_from_global", f"tc_gemm_kernel의 PTX가 {', '.join(direct)}(전역 메모리에서 fragment를 채우는 "
+                                               f"wmma.load)를 부른다{core.where(seed)}. 문제는 A와 B의 조각을 셰어드 메모리 타일에 "
+                                               f"옮긴 뒤 wmma.load_a_shared / load_b_shared로 채우는 것이다.")

@@ -88,6 +88,7 @@ def check_direct(kernel, hidden: bool = False, seed: int | None = None) -> None:
         out = run_direct(kernel, X, W, padding, stride, trace=traced)
         if traced:
             core.coalesced_writes(out[0], "Y", "conv_direct_kernel", share=0.6)
+            core.outputs_per_thread(out[0], "Y", 1, "conv_direct_kernel")
         _conv_values(out[1]["Y"] if traced else out["Y"], X, W, padding, stride, seed)
     core.passed("conv_direct_kernel", seed)
 
@@ -114,6 +115,8 @@ def _check_tiled(kernel, runner, name, hidden, seed, channels):
         if i == 0:  # traced: the structure
             t, out = runner(kernel, X, W, trace=True)
             core.barriers_and_races(t, name)
+            core.outputs_per_thread(t, "Y", KB if channels else 1, name)
+            core.shared_loads_spread(t, name)
             _conv_values(out["Y"], X, W, 0, 1, seed, nonfinite=("halo", HALO))
             core.global_reads_per_block(t, "X", 1, name, "입력 타일을 셰어드 메모리에 한 번 올렸으면 계산은 타일에서 읽어야 "
                                         "한다. 셰어드 배열을 만들고도 전역 X에서 읽는 곳이 남아 있거나, 같은 타일을 여러 번 올린다.")

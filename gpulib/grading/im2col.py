@@ -65,6 +65,7 @@ def check_im2col(kernel, hidden: bool = False, seed: int | None = None) -> None:
         if i == 0:
             t, out = run_im2col(kernel, X, R, S, padding, stride, trace=True)
             core.coalesced_writes(t, "X_col", "im2col_kernel")
+            core.outputs_per_thread(t, "X_col", 1, "im2col_kernel")
         else:
             out = run_im2col(kernel, X, R, S, padding, stride)
         core.compare(out["X_col"], reference.im2col(X, R, S, padding, stride), "X_col", seed, rtol=1e-7, scale=1.0, known={
@@ -104,6 +105,7 @@ def check_gemm_call(gemm_rowmajor, hidden: bool = False, seed: int | None = None
                 raise
             raise Mistake("sgemm_arguments", f"sgemm이 인자를 거부했다: {m}. cuBLAS의 눈에 행 우선 X_col [C·R·S, N·H'·W']는 "
                                              f"열 우선 X_colᵀ [N·H'·W', C·R·S]이고 그 leading dimension은 행 우선 행의 길이다.") from None
+        _one_call_on_the_buffers((W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y), K, NP, seed)
         W = W_buf.reshape(K, ld_w)[:, :CRS].astype(np.float64)
         X = X_buf.reshape(CRS, ld_x)[:, :NP].astype(np.float64)
         Y = Y_buf.reshape(K, ld_y)
@@ -119,6 +121,36 @@ def check_gemm_call(gemm_rowmajor, hidden: bool = False, seed: int | None = None
             nonfinite=("leading_dimension", "NaN이 나왔다: 행렬 사이의 패딩 칸(NaN)을 읽었다. lda/ldb가 버퍼의 행 길이(패딩 포함)와 "
                                             "다르다. 패딩된 행렬의 leading dimension은 열 수가 아니라 행의 실제 길이다."))
     core.passed("gemm_rowmajor", seed)
+
+
+def _one_call_on_the_buffers(given, K, NP, seed):
+    """The statement: one sgemm call, on the buffers as they were given, the answer coming from
+    its arguments alone. The call the function made is made again here, on fresh copies of the
+    buffers: it must write the Y the function left (copies, transposes or a product computed
+    by hand and passed through sgemm get no points)."""
+    calls = core.OBSERVED["sgemm"]
+    if len(calls) != 1:
+        raise Mistake("sgemm_calls", f"sgemm을 {len(calls)}번 불렀다{core.where(seed)}. 행 우선 곱 하나는 열 우선 sgemm 한 번이다: "
+                                     f"인자의 순서와 leading dimension만 고르면 된다.")
+    call = calls[0]
+    buffers = [i for i, a in enumerate(call) if isinstance(a, tuple) and a and a[0] in ("arg", "array")]
+    if len(call) != 13 or buffers != [6, 8, 11] or any(call[i][0] != "arg" for i in buffers):
+        raise Mistake("copied_operands", f"sgemm에 넘긴 A, B, C가 gemm_rowmajor가 받은 버퍼 그대로가 아니다{core.where(seed)}: "
+                                         f"복사하거나 전치한 배열을 만들었다. 이 문제는 복사 없이 인자(m, n, k, 피연산자의 순서, "
+                                         f"lda/ldb/ldc)를 골라 같은 곱을 얻는 것이다.")
+    W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y = given
+    fresh = {0: W_buf, 2: X_buf, 4: np.full_like(Y_buf, 7.0)}
+    args = [fresh[a[1]].copy() if isinstance(a, tuple) and a[1] in fresh else a for a in call]
+    if any(isinstance(a, tuple) for a in args):
+        raise Mistake("copied_operands", f"sgemm의 피연산자가 받은 버퍼가 아니다 (스칼라 인자의 자리에 배열이 있다){core.where(seed)}.")
+    replay = args[11]
+    try:
+        colmajor.sgemm(*args)
+    except ValueError as exc:
+        raise Mistake("sgemm_arguments", f"sgemm이 인자를 거부했다: {exc}") from None
+    if not np.array_equal(replay, Y_buf, equal_nan=True):
+        raise Mistake("not_from_sgemm", f"Y_buf가 sgemm 호출이 쓴 값과 다르다{core.where(seed)}: 답을 sgemm 밖에서 만들거나 고쳤다. "
+                                        f"Y_mat은 sgemm 호출 한 번이 써야 한다.")
 
 
 def _sgemm_result(args, K, NP, ld_y):
@@ -151,6 +183,7 @@ def check_col2im(kernel, hidden: bool = False, seed: int | None = None) -> None:
             t, out = run_col2im(kernel, Y_col, shape, R, S, padding, stride, trace=True)
             core.no_atomics(t, "dX", "col2im_kernel")
             core.written_once(t, "dX", "col2im_kernel")
+            core.outputs_per_thread(t, "dX", 1, "col2im_kernel")
         else:
             out = run_col2im(kernel, Y_col, shape, R, S, padding, stride)
         dX = out["dX"]
@@ -190,6 +223,7 @@ def check_implicit_gemm(kernel, conv2d_implicit, hidden: bool = False, seed: int
     X, W = core.values(rng, (2, 2, 5, 7)), core.values(rng, (3, 2, 3, 2))
     t, out = run_implicit_gemm(kernel, X, W, 1, 2, trace=True)
     core.coalesced_writes(t, "Y", "implicit_gemm_kernel", share=0.6)
+    core.outputs_per_thread(t, "Y", 1, "implicit_gemm_kernel")
     core.compare(out["Y"], reference.conv2d(X, W, None, 1, 2), "Y", seed,
                  scale=float(reference.conv2d_magnitude(X, W, None, 1, 2).max()))
     cases = [((2, 8, 9, 11), (3, 8, 3, 3), 1, 1), ((1, 8, 13, 12), (5, 8, 3, 2), 1, 2)]
@@ -207,6 +241,12 @@ def check_implicit_gemm(kernel, conv2d_implicit, hidden: bool = False, seed: int
         largest = seen["largest"]
         legit = 4 * max(np.prod(shape), np.prod(w_shape), shape[0] * w_shape[0] * Ho * Wo)  # X, W or Y
         meaningful = x_col_bytes >= max(2 * legit, 4096)  # X_col much larger than X, W, Y and the simulator's own arrays
+        total_legit = 2 * (4 * (np.prod(shape) + np.prod(w_shape) + shape[0] * w_shape[0] * Ho * Wo)) + 65536
+        if meaningful and seen["total"] > total_legit and seen["total"] >= x_col_bytes // 2:
+            raise Mistake("allocation", f"conv2d_implicit가 모두 {seen['total']} 바이트를 할당했다 (가장 큰 것: {seen['where']}). "
+                                        f"X, W, Y를 합한 것의 두 배보다 많고, X_col({x_col_bytes} 바이트)의 절반이 넘는다"
+                                        f"{core.where(seed)}: X_col을 조각조각(채널마다, 행마다) 만들어도 X_col이다. "
+                                        f"X_col[q, j]는 커널 안에서 X에서 바로 읽어라.")
         if meaningful and largest > legit and largest >= x_col_bytes // 2:
             raise Mistake("allocation", f"conv2d_implicit가 {seen['where']}로 {largest} 바이트를 할당했다. X_col은 "
                                         f"{x_col_bytes} 바이트다{core.where(seed)}. "

@@ -74,6 +74,7 @@ def check_dense_forward(kernel, hidden: bool = False, seed: int | None = None) -
     t, out = run_dense_forward(kernel, X, W, b, trace=True)
     _forward_values(out["Y"], X, W, b, seed)
     core.coalesced_writes(t, "Y", "dense_forward_kernel", share=0.6)
+    core.outputs_per_thread(t, "Y", 1, "dense_forward_kernel")
     for N, n_in, n_out in _shapes(hidden, rng, (37, 13, 10), (1000, 777, 301)):
         X, W, b = core.values(rng, (N, n_in)), core.values(rng, (n_out, n_in)), core.values(rng, n_out)
         _forward_values(run_dense_forward(kernel, X, W, b)["Y"], X, W, b, seed)
@@ -99,8 +100,10 @@ def check_dense_backward(input_grad_kernel, weight_grad_kernel, hidden: bool = F
     dZ, W, X = core.values(rng, (N, n_out)), core.values(rng, (n_out, n_in)), core.values(rng, (N, n_in))
     t, out = run_input_grad(input_grad_kernel, dZ, W, trace=True)
     _backward_values(out, dZ, W, X, seed)
+    core.outputs_per_thread(t, "dX", 1, "input_grad_kernel")
     t, out = run_weight_grad(weight_grad_kernel, dZ, X, trace=True)
     _backward_values(out, dZ, W, X, seed)
+    core.outputs_per_thread(t, "dW", 1, "weight_grad_kernel")
     for N, n_in, n_out in _shapes(hidden, rng, (37, 13, 10), (1000, 777, 301)):
         dZ, W, X = core.values(rng, (N, n_out)), core.values(rng, (n_out, n_in)), core.values(rng, (N, n_in))
         _backward_values(run_input_grad(input_grad_kernel, dZ, W), dZ, W, X, seed)

@@ -91,7 +91,9 @@ class Session:
     def request(self, op: str, timeout: float | None = None, **fields):
         if self.process is None or self.process.poll() is not None:
             self.start()
-        answer = self._request({"op": op, **fields}, timeout or core.TIMEOUT_S + 120)
+        # the worker stops a simulated kernel after TIMEOUT_S itself; Python that never returns (or a
+        # kernel hung on a GPU) is stopped here, with the whole worker, which the next request restarts
+        answer = self._request({"op": op, **fields}, timeout or 2 * core.TIMEOUT_S + 5)
         if "error" in answer:
             kind, message = answer["error"]
             raise Mistake(str(kind), str(message))
@@ -226,7 +228,8 @@ class RemoteObject(core.Remote):
                     and array.shape == args[i].shape:
                 args[i][...] = array
         if answer.get("allocations"):
-            core.report_allocation(int(answer["allocations"]["largest"]), str(answer["allocations"]["where"]))
+            seen = answer["allocations"]
+            core.report_allocation(int(seen["largest"]), str(seen["where"]), int(seen.get("total", 0)))
         core.OBSERVED["sgemm"] = [list(call) for call in answer.get("sgemm", [])]
         return self._state["judge"].decode(answer["result"], what)
 
