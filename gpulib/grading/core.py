@@ -472,7 +472,7 @@ def shared_loads_spread(t, what: str) -> None:
             if not total:
                 continue
             share = -(-total // per_block)
-            if writes.max() > 2 * share + 1:
+            if writes.max() > 4 * share + 4:  # a 2-D loop gives a thread up to ceil(edge / block edge)² cells
                 tid = first + int(np.argmax(writes))
                 raise Mistake("cooperative_load", f"{what}: 블록 {first // per_block}에서 스레드 {t._thread_idx(tid)} 하나가 "
                                                   f"셰어드 배열 '{name}'의 {int(writes.max())}칸을 올렸다 (블록 전체 {total}칸, 스레드 "

@@ -241,7 +241,7 @@ def check_implicit_gemm(kernel, conv2d_implicit, hidden: bool = False, seed: int
         largest = seen["largest"]
         legit = 4 * max(np.prod(shape), np.prod(w_shape), shape[0] * w_shape[0] * Ho * Wo)  # X, W or Y
         meaningful = x_col_bytes >= max(2 * legit, 4096)  # X_col much larger than X, W, Y and the simulator's own arrays
-        total_legit = 2 * (4 * (np.prod(shape) + np.prod(w_shape) + shape[0] * w_shape[0] * Ho * Wo)) + 65536
+        total_legit = 3 * 4 * int(np.prod(shape) + np.prod(w_shape) + shape[0] * w_shape[0] * Ho * Wo)  # copies of X, W, Y
         if meaningful and seen["total"] > total_legit and seen["total"] >= x_col_bytes // 2:
             raise Mistake("allocation", f"conv2d_implicit가 모두 {seen['total']} 바이트를 할당했다 (가장 큰 것: {seen['where']}). "
                                         f"X, W, Y를 합한 것의 두 배보다 많고, X_col({x_col_bytes} 바이트)의 절반이 넘는다"

@@ -74,7 +74,7 @@ def main() -> None:
                                                 f"시뮬레이터는 파이썬으로 돌리므로 NumPy 호출이나 파이썬 객체도 받아 주지만, "
                                                 f"GPU에서는 돌지 않는 코드라 점수가 없다. Numba의 말:\n"
                                                 f"{type(exc).__name__}: {_first_lines(str(exc))}") from None
-            calls = sorted(set(re.findall(r"\.extern \.func(?: \([^)]*\))? (\w+)", ptx)))
+            calls = sorted(set(re.findall(r"\.extern \.func\s+(?:\([^)]*\)\s*)?(\w+)", ptx)))
             return {"calls": calls}
 
     answers = os.dup(1)

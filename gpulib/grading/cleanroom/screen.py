@@ -129,5 +129,13 @@ def defined_names(source: str) -> list[str]:
             names.append(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+                stack = [target]
+                while stack:  # names, and names inside tuples and lists; never the base of x.attr or x[i]
+                    t = stack.pop()
+                    if isinstance(t, ast.Name):
+                        names.append(t.id)
+                    elif isinstance(t, (ast.Tuple, ast.List)):
+                        stack += t.elts
+                    elif isinstance(t, ast.Starred):
+                        stack.append(t.value)
     return list(dict.fromkeys(names))

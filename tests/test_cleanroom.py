@@ -1,0 +1,327 @@
+"""The clean room gives points only for solutions: cheats and non-solutions get none, correct
+alternatives get all.
+
+Each submission below is the solution notebook of an assignment with some solution cells
+replaced (several exercises at once, so that one grading covers several cheats); the clean
+room (``judge.grade_parts``, the same call nbgrader's autograde makes) grades it, and every
+test cell of a replaced exercise must fail with the expected kind, or pass for an alternative.
+``tests/test_assignments_nbgrader.py`` grades cheating submissions through nbgrader itself.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulib.grading.cleanroom import channel, judge, sandbox, screen
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "assignments" / "source"
+
+
+def _notebook(assignment):
+    return json.loads((SOURCE / assignment / f"{assignment}.ipynb").read_text())
+
+
+def _solution(assignment, grade_id):
+    import re
+
+    for cell in _notebook(assignment)["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == grade_id:
+            return re.sub(r"(?m)^\s*### (BEGIN|END) SOLUTION\n?", "", "".join(cell["source"]))
+    raise KeyError(grade_id)
+
+
+def submit(assignment, replaced: dict):
+    """The verdicts of the solution notebook with ``replaced`` {grade_id: source} solution cells."""
+    source = _notebook(assignment)
+    submitted = json.loads(json.dumps(source))
+    for cell in submitted["cells"]:
+        gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if gid in replaced:
+            cell["source"] = replaced[gid]
+    return judge.grade_notebook(submitted, source)
+
+
+def _tests_of(assignment):
+    """{solution grade_id: [its test cells' grade_ids]}."""
+    found, current = {}, None
+    for cell in _notebook(assignment)["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("solution"):
+            current = meta["grade_id"]
+            found[current] = []
+        elif meta.get("grade") and current:
+            found[current].append(meta["grade_id"])
+    return found
+
+
+# -- cheats and non-solutions: (assignment, {solution cell: source}, {solution cell: expected kinds})
+
+HOST_NUMPY = '''
+def dense_forward_kernel(X, W, b, Y):
+    """A 'kernel' that is plain Python on the host."""
+    Y[...] = np.maximum(X @ W.T + b, 0.0)
+'''
+NUMPY_IN_KERNEL = '''
+@cuda.jit
+def input_grad_kernel(dZ, W, dX):
+    if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.blockIdx.x == 0 and cuda.blockIdx.y == 0:
+        dX[:, :] = np.dot(dZ, W)
+
+
+@cuda.jit
+def weight_grad_kernel(dZ, X, dW, db):
+    if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.blockIdx.x == 0 and cuda.blockIdx.y == 0:
+        dW[:, :] = np.dot(dZ.T, X)
+        db[:] = dZ.sum(axis=0)
+'''
+PATCH_THE_CHECK = '''
+grade.check_softmax_xent = lambda *args, **kwargs: print("통과")
+
+@cuda.jit
+def softmax_xent_kernel(Z, labels, P, loss):
+    pass
+'''
+ONE_THREAD_PER_BLOCK = '''
+@cuda.jit
+def dense_forward_kernel(X, W, b, Y):
+    """Thread (0, 0) of each block computes the block's whole 16x16 patch."""
+    if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0:
+        for dn in range(cuda.blockDim.y):
+            for dj in range(cuda.blockDim.x):
+                n = cuda.blockIdx.y * cuda.blockDim.y + dn
+                j = cuda.blockIdx.x * cuda.blockDim.x + dj
+                if n < Y.shape[0] and j < Y.shape[1]:
+                    acc = b[j]
+                    for i in range(X.shape[1]):
+                        acc += X[n, i] * W[j, i]
+                    Y[n, j] = max(acc, 0.0)
+'''
+ENVIRONMENT = '''
+import os
+GRADING = os.environ.get("NBGRADER_EXECUTION")  # tell the hidden run from the student's
+''' + _solution("16_1_mlp", "dense_backward_kernels")
+REFERENCE = '''
+from gpulib import reference
+
+def softmax_xent_kernel(Z, labels, P, loss):
+    P[...], loss[...] = reference.softmax_cross_entropy(Z, labels)[::-1]
+'''
+WINOGRAD_BY_DEFINITION = _solution("16_5_cudnn", "winograd_tile").replace(
+    "    Y = AT @ (U * V) @ AT.T\n",
+    "    Y = np.array([[(d[i:i + 3, j:j + 3] * g).sum() for j in range(2)] for i in range(2)])\n")
+CHOOSE_BY_NAME = '''
+def choose(candidates, X, W, Y_ref, timer):
+    right = [name for name, c in candidates.items() if c.run.__name__ == "_conv"]
+    return min(right, key=lambda name: candidates[name].seconds)
+'''
+GLOBAL_FRAGMENTS = _solution("16_5_cudnn", "tc_gemm_kernel").replace(
+    "        wmma.load_a_shared(a, a_tile, 0, 0)\n", "        wmma.load_a_shared(a, a_tile, 0, 0)\n"
+    "        if k0 + 16 <= K:\n            wmma.load_a(a, A, row, k0)\n")
+ONE_THREAD_LOADS_THE_TILE = _solution("16_3_tiled_conv", "conv_tiled_kernel").replace(
+    "        for i in range(ty * TILE + tx, IN_TILE * IN_TILE, TILE * TILE):",
+    "        for i in range(0, IN_TILE * IN_TILE if ty * TILE + tx == 0 else 0):")
+DIRECT_ONE_THREAD = '''
+@cuda.jit
+def conv_direct_kernel(X, W, Y, padding, stride):
+    """Thread 0 of block (0, 0, z) computes the whole image z."""
+    if cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.blockIdx.x == 0 and cuda.blockIdx.y == 0:
+        K = W.shape[0]
+        n, k = cuda.blockIdx.z // K, cuda.blockIdx.z % K
+        for y in range(Y.shape[2]):
+            for x in range(Y.shape[3]):
+                acc = 0.0
+                for c in range(X.shape[1]):
+                    for r in range(W.shape[2]):
+                        for s in range(W.shape[3]):
+                            h, w = y * stride + r - padding, x * stride + s - padding
+                            if 0 <= h < X.shape[2] and 0 <= w < X.shape[3]:
+                                acc += W[k, c, r, s] * X[n, c, h, w]
+                Y[n, k, y, x] = acc
+'''
+IM2COL_IN_NUMPY = '''
+@cuda.jit
+def im2col_kernel(X, X_col, R, S, padding, stride, Ho, Wo):
+    t = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if t == 0:
+        N, C, H, Wd = X.shape
+        Xp = np.zeros((N, C, H + 2 * padding, Wd + 2 * padding), np.float32)
+        Xp[:, :, padding:padding + H, padding:padding + Wd] = X
+        for c in range(C):
+            for r in range(R):
+                for s in range(S):
+                    rows = Xp[:, c, r:r + stride * Ho:stride, s:s + stride * Wo:stride]
+                    X_col[(c * R + r) * S + s, :] = rows.reshape(-1)
+'''
+TRANSPOSED_COPIES = '''
+def gemm_rowmajor(W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y, K, CRS, NP):
+    W_t = np.ascontiguousarray(W_buf.reshape(K, ld_w)[:, :CRS].T).ravel()
+    X_t = np.ascontiguousarray(X_buf.reshape(CRS, ld_x)[:, :NP].T).ravel()
+    Y_t = np.zeros(K * NP, np.float32)
+    sgemm("N", "N", K, NP, CRS, 1.0, W_t, K, X_t, CRS, 0.0, Y_t, K)
+    Y_buf.reshape(K, ld_y)[:, :NP] = Y_t.reshape(NP, K).T
+'''
+PRODUCT_BY_HAND = '''
+def gemm_rowmajor(W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y, K, CRS, NP):
+    W = W_buf.reshape(K, ld_w)[:, :CRS]
+    X = X_buf.reshape(CRS, ld_x)[:, :NP]
+    Y_buf.reshape(K, ld_y)[:, :NP] = W @ X
+    sgemm("N", "N", NP, K, CRS, 0.0, X_buf, ld_x, W_buf, ld_w, 1.0, Y_buf, ld_y)
+'''
+X_COL_PER_CHANNEL = _solution("16_4_im2col", "implicit_gemm").replace(
+    "    grid, block = grade.implicit_gemm_grid(K, N * Ho * Wo)\n",
+    "    pieces = [np.zeros((R * S, N * Ho * Wo), np.float32) for c in range(C)]\n"
+    "    grid, block = grade.implicit_gemm_grid(K, N * Ho * Wo)\n")
+
+CHEATS = [
+    ("16_1_mlp", {"dense_forward_kernel": HOST_NUMPY, "dense_backward_kernels": NUMPY_IN_KERNEL,
+                  "softmax_xent_kernel": PATCH_THE_CHECK},
+     {"dense_forward_kernel": {"not_a_kernel"}, "dense_backward_kernels": {"not_compilable"},
+      "softmax_xent_kernel": {"refused"}}),
+    ("16_1_mlp", {"dense_forward_kernel": ONE_THREAD_PER_BLOCK, "dense_backward_kernels": ENVIRONMENT,
+                  "softmax_xent_kernel": REFERENCE},
+     {"dense_forward_kernel": {"thread_mapping"}, "dense_backward_kernels": {"refused"},
+      "softmax_xent_kernel": {"refused"}}),
+    ("16_5_cudnn", {"winograd_tile": WINOGRAD_BY_DEFINITION, "choose": CHOOSE_BY_NAME, "tc_gemm_kernel": GLOBAL_FRAGMENTS},
+     {"winograd_tile": {"not_transforms"}, "choose": {"refused"}, "tc_gemm_kernel": {"fragments_from_global"}}),
+    ("16_3_tiled_conv", {"conv_direct_kernel": DIRECT_ONE_THREAD, "conv_tiled_kernel": ONE_THREAD_LOADS_THE_TILE},
+     {"conv_direct_kernel": {"thread_mapping"}, "conv_tiled_kernel": {"cooperative_load"}}),
+    ("16_4_im2col", {"im2col_kernel": IM2COL_IN_NUMPY, "gemm_rowmajor": TRANSPOSED_COPIES,
+                     "implicit_gemm": X_COL_PER_CHANNEL},
+     {"im2col_kernel": {"not_compilable"}, "gemm_rowmajor": {"copied_operands"}, "implicit_gemm": {"allocation"}}),
+    ("16_4_im2col", {"gemm_rowmajor": PRODUCT_BY_HAND}, {"gemm_rowmajor": {"not_from_sgemm"}}),
+]
+
+
+@pytest.mark.parametrize("assignment, replaced, expected", CHEATS,
+                         ids=[f"{a}: {', '.join(r)}" for a, r, _ in CHEATS])
+def test_cheats_and_non_solutions_earn_nothing(assignment, replaced, expected):
+    verdicts = submit(assignment, replaced)
+    tests = _tests_of(assignment)
+    for grade_id, kinds in expected.items():
+        for test_id in tests[grade_id]:
+            v = verdicts[test_id]
+            assert not v.passed and v.kind in kinds, (test_id, v.kind, v.message[:500])
+    for grade_id, test_ids in tests.items():  # the exercises left alone still earn their points
+        if grade_id not in expected:
+            assert all(verdicts[t].passed for t in test_ids), [(t, verdicts[t].message[:300]) for t in test_ids]
+
+
+# -- correct alternatives: other loop orders, grid-stride loops, warnings, what the statement leaves free
+
+ONLINE_SOFTMAX = '''
+import math
+
+
+@cuda.jit
+def softmax_xent_kernel(Z, labels, P, loss):
+    """One pass for the maximum and the sum together (online softmax), a second for P."""
+    n = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if n < Z.shape[0]:
+        m = Z[n, 0]
+        total = 1.0
+        for c in range(1, Z.shape[1]):
+            z = Z[n, c]
+            if z > m:
+                total = total * math.exp(m - z) + 1.0
+                m = z
+            else:
+                total += math.exp(z - m)
+        for c in range(Z.shape[1]):
+            P[n, c] = math.exp(Z[n, c] - m) / total
+        loss[n] = math.log(total) - (Z[n, labels[n]] - m)
+'''
+GRID_STRIDE_FORWARD = '''
+@cuda.jit
+def dense_forward_kernel(X, W, b, Y):
+    """A grid-stride loop over the columns, the reduction in the other order."""
+    n = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    start = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    for j in range(start, Y.shape[1], cuda.gridDim.x * cuda.blockDim.x):
+        if n < Y.shape[0]:
+            acc = 0.0
+            for i in range(X.shape[1] - 1, -1, -1):
+                acc += W[j, i] * X[n, i]
+            Y[n, j] = max(acc + b[j], 0.0)
+'''
+TILE_BY_ROWS = _solution("16_3_tiled_conv", "conv_tiled_kernel").replace(
+    "        for i in range(ty * TILE + tx, IN_TILE * IN_TILE, TILE * TILE):\n"
+    "            h, w = y0 + i // IN_TILE, x0 + i % IN_TILE\n"
+    "            if h < X.shape[2] and w < X.shape[3]:\n"
+    "                tile[i // IN_TILE, i % IN_TILE] = X[n, c, h, w]\n",
+    "        for dy in range(ty, IN_TILE, TILE):\n"
+    "            for dx in range(tx, IN_TILE, TILE):\n"
+    "                if y0 + dy < X.shape[2] and x0 + dx < X.shape[3]:\n"
+    "                    tile[dy, dx] = X[n, c, y0 + dy, x0 + dx]\n")
+WARNING_TUNER = _solution("16_5_cudnn", "choose").replace(
+    "        if c.supports(X.shape, W.shape):\n            continue\n",
+    "        if c.supports(X.shape, W.shape):\n            warnings.warn(f'{name}: ' + c.supports(X.shape, W.shape))\n"
+    "            continue\n").replace("def choose(", "import warnings\n\n\ndef choose(")
+ZEROING_SCALER = _solution("16_5_cudnn", "loss_scaler").replace(
+    "            self.scale /= 2\n", "            for g in grads:\n                g[...] = 0.0  # as some frameworks do\n"
+    "            self.scale /= 2\n")
+
+ALTERNATIVES = [
+    ("16_1_mlp", {"dense_forward_kernel": GRID_STRIDE_FORWARD, "softmax_xent_kernel": ONLINE_SOFTMAX}),
+    ("16_3_tiled_conv", {"conv_tiled_kernel": TILE_BY_ROWS}),
+    ("16_5_cudnn", {"choose": WARNING_TUNER, "loss_scaler": ZEROING_SCALER}),
+]
+
+
+@pytest.mark.parametrize("assignment, replaced", ALTERNATIVES, ids=[f"{a}: {', '.join(r)}" for a, r in ALTERNATIVES])
+def test_correct_alternatives_earn_every_point(assignment, replaced):
+    verdicts = submit(assignment, replaced)
+    failed = {k: (v.kind, v.message[:400]) for k, v in verdicts.items() if not v.passed}
+    assert not failed
+
+
+# -- the pieces
+
+
+def test_the_screen_passes_every_solution_and_names_the_line_it_refuses():
+    for path in sorted(SOURCE.glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["metadata"].get("nbgrader", {}).get("solution"):
+                assert screen.screen("".join(cell["source"])) == [], path.name
+    refused = {
+        "import os": 1, "x = 1\nfrom gpulib.grading import core": 2, "np.abs = abs": 1, "f.__globals__": 1,
+        "getattr(np, 'abs')": 1, "open('gradebook.db', 'w')": 1, "import gc": 1, "a = t._tracer": 1,
+        "exec('1')": 1, "x = 1\n\ny = np.ctypeslib": 3, "'{0.__class__}'.format(1)": 1, "global q": 1,
+        "reference.conv2d": 1,
+    }
+    for source, line in refused.items():
+        found = screen.screen(source)
+        assert found and found[0].line == line, (source, found)
+    assert screen.screen("class A:\n    def f(self):\n        self.x = 1") == []
+
+
+def test_the_judge_rebuilds_data_and_refuses_anything_else():
+    import numpy as np
+
+    data = {"a": np.arange(3.0), "b": ("tuple", (1, "x")), "c": {1, 2}, "d": np.float32(2)}
+    assert channel.safe_loads(pickle.dumps(data, protocol=4))["a"].tolist() == [0.0, 1.0, 2.0]
+
+    class Evil:
+        def __reduce__(self):
+            return (subprocess.call, (["true"],))
+
+    with pytest.raises(pickle.UnpicklingError, match="subprocess.call"):
+        channel.safe_loads(pickle.dumps(Evil()))
+
+
+@pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock")
+def test_the_sandbox_writes_only_in_its_own_folder(tmp_path):
+    folder, outside = tmp_path / "room", tmp_path / "outside.txt"
+    code = (f"import os\nopen('inside.txt', 'w').write('x')\n"
+            f"try:\n    open({str(outside)!r}, 'w')\n    print('outside written')\nexcept OSError:\n    print('refused')\n"
+            f"print(sorted(k for k in os.environ if k.startswith('NBGRADER')))")
+    result = subprocess.run(sandbox.command(str(folder), [sys.executable, "-c", code]), capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "NBGRADER_EXECUTION": "autograde"}, timeout=60)
+    assert result.stdout.split() == ["refused", "[]"], result.stdout + result.stderr
+    assert (folder / "inside.txt").exists() and not outside.exists()
