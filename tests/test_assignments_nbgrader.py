@@ -83,6 +83,42 @@ def _hang(assignment, nb):
     return {"16_1_mlp": 6, "16_5_cudnn": 4}[assignment]
 
 
+def _cheat(assignment, nb, course):
+    """A submission that cheats three ways and solves nothing: an extra cell of its own patches
+    every check it can reach (the student's run then prints only passes), another starts a
+    thread that rewrites the gradebook's scores and leaves a file beside it, and each solution
+    cell holds a wrong answer. Every point of it is lost."""
+    import nbformat
+
+    gradebook = course / "gradebook.db"
+    patch = ("from gpulib.grading import core\nimport gpulib.grading\n"
+             "for m in [grade, core]:\n"
+             "    for n in dir(m):\n"
+             "        if n.startswith('check_') or n in ('compare', 'validate'):\n"
+             "            setattr(m, n, lambda *a, **k: print('통과'))\n"
+             "import threading, time, sqlite3\n"
+             "def rewrite():\n"
+             "    for _ in range(40):\n"
+             "        try:\n"
+             f"            open({str(course / 'HACKED')!r}, 'w').write('x')\n"
+             f"            db = sqlite3.connect({str(gradebook)!r})\n"
+             "            db.execute('UPDATE grade SET auto_score = 99')\n"
+             "            db.commit()\n"
+             "        except Exception:\n"
+             "            pass\n"
+             "        time.sleep(0.25)\n"
+             "threading.Thread(target=rewrite).start()\n")
+    wrong = {"16_1_mlp": ("Y[n, j] = max(acc, 0.0)", "Y[n, j] = acc"), "16_5_cudnn": ("AT @ (U * V) @ AT.T", "AT @ (U @ V) @ AT.T")}
+    cells = nb["cells"]
+    for c in cells:
+        src = "".join(c["source"])
+        if wrong[assignment][0] in src:
+            c["source"] = src.replace(*wrong[assignment])
+    first_test = next(i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade"))
+    cells.insert(first_test, nbformat.v4.new_code_cell(patch))
+    return nb
+
+
 def test_autograde_gives_full_marks_zero_and_partial_credit(course):
     course, env = course
     from nbgrader.api import Gradebook
@@ -92,9 +128,10 @@ def test_autograde_gives_full_marks_zero_and_partial_credit(course):
         source = SOURCE / assignment / f"{assignment}.ipynb"
         hang = json.loads(source.read_text())
         lost[assignment] = _hang(assignment, hang)
+        cheat = _cheat(assignment, json.loads(source.read_text()), course)
         for student, content in (("solution", source.read_text()),
                                  ("untouched", (course / "release" / assignment / source.name).read_text()),
-                                 ("hangs", json.dumps(hang))):
+                                 ("hangs", json.dumps(hang)), ("cheats", json.dumps(cheat))):
             folder = course / "submitted" / student / assignment
             folder.mkdir(parents=True)
             (folder / source.name).write_text(content)
@@ -102,8 +139,11 @@ def test_autograde_gives_full_marks_zero_and_partial_credit(course):
     for assignment in GRADED:
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
             total = gb.find_assignment(assignment).max_score
-            scores = {s: gb.find_submission(assignment, s).score for s in ("solution", "untouched", "hangs")}
+            scores = {s: gb.find_submission(assignment, s).score for s in ("solution", "untouched", "hangs", "cheats")}
         assert total >= 15
-        assert scores == {"solution": total, "untouched": 0, "hangs": total - lost[assignment]}, (assignment, scores)
+        lost_by_cheat = {"16_1_mlp": 5, "16_5_cudnn": 4}[assignment]  # the exercise answered wrong: the others are solved
+        assert scores == {"solution": total, "untouched": 0, "hangs": total - lost[assignment],
+                          "cheats": total - lost_by_cheat}, (assignment, scores)
+    assert not (course / "HACKED").exists()  # the student's run could write nothing outside its sandbox
     feedback = _nbgrader(course, "generate_feedback", GRADED[0], env=env)
     assert list((course / "feedback" / "hangs" / GRADED[0]).glob("*.html")), feedback.stdout

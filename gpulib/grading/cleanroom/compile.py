@@ -54,14 +54,23 @@ def main() -> None:
     import gpulib  # noqa: F401  (first: with GPULIB_BACKEND=ptx it selects the real CUDA target)
 
     prepare_numba()
-    from gpulib.grading.cleanroom.worker import Worker
+    from gpulib.grading.cleanroom.worker import Worker, start_restricted
+
+    start_restricted()
 
     class Compiler(Worker):
         def ptx(self, handle, types, what):
             from numba import cuda
 
+            from gpulib import _backend
+            from gpulib.grading.cleanroom.worker import GraderError
             from gpulib.grading.core import Mistake
 
+            found, why = _backend._nvvm_found()
+            if not found:
+                raise GraderError(f"{why}: the clean room compiles every kernel for compute capability 9.0 with NVVM; "
+                                  f"on a machine without CUDA install it with pip install 'gpulib[grader-cpu]' "
+                                  f"(the nvidia-nvvm wheel)")
             kernel = self.objects[handle]
             fn = getattr(kernel, "py_func", None)
             if fn is None:

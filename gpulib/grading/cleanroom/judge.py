@@ -58,9 +58,15 @@ class Session:
     def start(self):
         self.folder = tempfile.mkdtemp(prefix=f"gpulib-cleanroom-{self.label}-")
         os.chmod(self.folder, 0o755)
-        env = dict(os.environ, GPULIB_BACKEND=self.backend)
+        import gpulib
+
+        here = os.path.dirname(os.path.dirname(os.path.abspath(gpulib.__file__)))  # the same gpulib as the judge's
+        env = dict(os.environ, GPULIB_BACKEND=self.backend,
+                   PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
         memory = MEMORY_LIMIT if self.backend == "sim" else 0  # CUDA reserves far more address space than it uses
-        argv = sandbox.command(self.folder, [sys.executable, "-m", self.module], CPU_LIMIT, memory)
+        # on a GPU the worker restricts its writes itself once the driver is up (sandbox.restrict_late)
+        argv = sandbox.command(self.folder, [sys.executable, "-m", self.module], CPU_LIMIT, memory,
+                               landlock=self.backend != "gpu")
         self._log = open(os.path.join(tempfile.gettempdir(), f"{os.path.basename(self.folder)}.log"), "wb")
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
                                         env=env, start_new_session=True)
@@ -93,7 +99,9 @@ class Session:
             self.start()
         # the worker stops a simulated kernel after TIMEOUT_S itself; Python that never returns (or a
         # kernel hung on a GPU) is stopped here, with the whole worker, which the next request restarts
-        answer = self._request({"op": op, **fields}, timeout or 2 * core.TIMEOUT_S + 5)
+        answer = self._request({"op": op, **fields}, timeout or core.TIMEOUT_S + 10)
+        if "grader_error" in answer:
+            raise RuntimeError(f"the grading machine cannot grade this: {answer['grader_error']}")
         if "error" in answer:
             kind, message = answer["error"]
             raise Mistake(str(kind), str(message))

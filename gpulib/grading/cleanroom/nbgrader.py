@@ -35,7 +35,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         cmd = super().format_kernel_cmd(extra_arguments)
         self._sandbox_folder = tempfile.mkdtemp(prefix="gpulib-cleanroom-kernel-")
         os.chmod(self._sandbox_folder, 0o755)
-        return sandbox.command(self._sandbox_folder, cmd, judge.CPU_LIMIT, 0)
+        from gpulib.env import on_gpu
+
+        # Landlock breaks the CUDA driver of a process started under it (sandbox.restrict_late):
+        # on a GPU the feedback kernel is kept from the course's files by its user (nobody) alone
+        return sandbox.command(self._sandbox_folder, cmd, judge.CPU_LIMIT, 0, landlock=not on_gpu())
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)

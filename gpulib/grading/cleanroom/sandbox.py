@@ -110,11 +110,30 @@ def environment(folder: str, source: dict | None = None) -> dict:
     return env
 
 
-def command(folder: str, argv: list[str], cpu_s: int = 1800, memory: int = 0) -> list[str]:
-    """The command line that runs ``argv`` inside a sandbox rooted at ``folder``."""
+LATE_LANDLOCK = "GPULIB_CLEANROOM_LANDLOCK"
+
+
+def writable(folder: str) -> list[str]:
+    """What a sandbox may write: its folder, and the devices a kernel launch opens."""
+    return [folder, "/dev/null", "/dev/zero", "/dev/shm"] + [os.path.join("/dev", n) for n in os.listdir("/dev")
+                                                          if n.startswith("nvidia")]
+
+
+def restrict_late() -> int:
+    """For a process started with ``landlock=False`` (a GPU worker): Landlock now, after the CUDA
+    driver is initialised (measured on an H200: a process that execs under Landlock gets
+    CUDA_ERROR_OPERATING_SYSTEM from cuInit; one that restricts itself after cuInit runs)."""
+    folder = os.environ.pop(LATE_LANDLOCK, "")
+    return restrict_writes(writable(folder)) if folder else 0
+
+
+def command(folder: str, argv: list[str], cpu_s: int = 1800, memory: int = 0, landlock: bool = True) -> list[str]:
+    """The command line that runs ``argv`` inside a sandbox rooted at ``folder``. With
+    ``landlock=False`` the program must call ``restrict_late()`` itself before it runs a
+    student's code (the worker does, after it initialises the GPU)."""
     # run by path, not with -m: the sandbox imports nothing of gpulib (nor numba) before it restricts itself
     return [sys.executable, os.path.abspath(__file__), "--dir", folder, "--cpu", str(cpu_s),
-            "--memory", str(memory), "--", *argv]
+            "--memory", str(memory), "--landlock", "1" if landlock else "0", "--", *argv]
 
 
 def _readable_by_others(path: str) -> bool:
@@ -148,7 +167,7 @@ def _own(folder: str, uid: int, gid: int):
             os.chown(name, uid, gid)
 
 
-def enter(folder: str, argv: list[str], cpu_s: int, memory: int) -> list[str]:
+def enter(folder: str, argv: list[str], cpu_s: int, memory: int, landlock: bool = True) -> list[str]:
     """Restrict this process (see the module docstring); returns ``argv`` with a Jupyter
     connection file (``-f PATH``) copied into ``folder`` where the new user could not read it."""
     folder = os.path.abspath(folder)
@@ -169,19 +188,22 @@ def enter(folder: str, argv: list[str], cpu_s: int, memory: int) -> list[str]:
         _limit(resource.RLIMIT_AS, memory)
     env = environment(folder)
     os.chdir(folder)
-    devices = ["/dev/null", "/dev/zero", "/dev/shm"] + [os.path.join("/dev", n) for n in os.listdir("/dev")
-                                                         if n.startswith("nvidia")]
     if user:
         here = os.path.dirname(os.path.abspath(__file__))
         if not all(_readable_by_others(p) for p in (argv[0] if os.sep in argv[0] else sys.executable, here)):
             print(f"gpulib clean room: {user} cannot run this Python or read the book's files; the sandbox stays "
                   f"uid 0 without capabilities", file=sys.stderr)
             user = None
-            _drop_capabilities()
-    abi = restrict_writes([folder] + devices)
+    if landlock:
+        abi = restrict_writes(writable(folder))
+    else:
+        abi = landlock_abi()
+        env[LATE_LANDLOCK] = folder
     if not abi:
         print("gpulib clean room: this kernel has no Landlock; the sandbox cannot keep its writes to its "
               "own folder (run the grader as root to run it as another user)", file=sys.stderr)
+    if not user and hasattr(os, "geteuid") and os.geteuid() == 0:
+        _drop_capabilities()  # root stays root (GPULIB_CLEANROOM_USER=, or nobody cannot run this Python): no capabilities
     if user:
         import pwd
 
@@ -202,7 +224,8 @@ def main(args: list[str]) -> None:
     split = args.index("--")
     options, argv = args[:split], args[split + 1:]
     opts = dict(zip(options[::2], options[1::2]))
-    argv = enter(opts["--dir"], argv, int(opts.get("--cpu", 1800)), int(opts.get("--memory", 0)))
+    argv = enter(opts["--dir"], argv, int(opts.get("--cpu", 1800)), int(opts.get("--memory", 0)),
+                 opts.get("--landlock", "1") == "1")
     os.execvpe(argv[0], argv, os.environ)
 
 

@@ -46,6 +46,11 @@ def student_builtins() -> dict:
     return allowed
 
 
+class GraderError(Exception):
+    """Not the student's fault: the grading machine lacks something (NVVM, say). The judge
+    reports it to the instructor instead of taking points."""
+
+
 class Facade:
     """A grading module as a solution sees it: its constants and launch-configuration helpers."""
 
@@ -206,6 +211,8 @@ class Worker:
                 answer = getattr(self, op)(**request)
             except Mistake as m:
                 answer = {"error": (m.kind, str(m).split("] ", 1)[-1])}
+            except GraderError as exc:
+                answer = {"grader_error": str(exc)}
             except BaseException as exc:  # noqa: BLE001
                 m = _explain_exception(exc, request.get("what", "풀이"))
                 answer = {"error": (m.kind, str(m).split("] ", 1)[-1]),
@@ -213,7 +220,19 @@ class Worker:
             channel.send(answers, answer)
 
 
+def start_restricted() -> None:
+    """Before any solution runs: the GPU initialised (if any), then Landlock if the sandbox left
+    it to this process (``sandbox.restrict_late``)."""
+    from gpulib.env import BACKEND_CHOICE, cuda, on_gpu
+    from gpulib.grading.cleanroom import sandbox
+
+    if on_gpu() and not BACKEND_CHOICE.compile_only:
+        cuda.current_context()
+    sandbox.restrict_late()
+
+
 def main() -> None:
+    start_restricted()
     answers = os.dup(1)  # the protocol's pipe; what the solution prints goes to standard error
     os.dup2(2, 1)
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
