@@ -71,6 +71,9 @@ def _nvvm_found() -> tuple[bool, str]:
     return True, f"NVVM at {lib.abs_path}"
 
 
+nvvm_found = _nvvm_found  # public: the grader's compiler asks it too (gpulib.grading.cleanroom.compile)
+
+
 def _detect() -> Choice:
     count, why = _driver_device_count()
     if count == 0:

@@ -65,6 +65,10 @@ class Remote:
     def remote_call(self, args: tuple, kwargs: dict, what: str, out_args: tuple = ()):
         raise NotImplementedError
 
+    def remote_time(self, reference: str, grid, block, inputs: dict, outputs: dict, scalars: tuple,
+                    fresh: dict, what: str):
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class GuardedView:
@@ -205,7 +209,7 @@ def _thread_of(message: str) -> str:
     return f"블록 ({m.group(2)})의 스레드 ({m.group(1)})" if m else ""
 
 
-def _explain_exception(exc: BaseException, what: str) -> Mistake:
+def explain_exception(exc: BaseException, what: str) -> Mistake:
     text = str(exc)
     who = _thread_of(text)
     detail = text.split(": ", 1)[1] if ": " in text else text
@@ -234,7 +238,7 @@ def explained(what: str):
     except Mistake:
         raise
     except Exception as exc:
-        raise _explain_exception(exc, what) from None
+        raise explain_exception(exc, what) from None
 
 
 def traced(kernel, grid, block, args: dict, what: str):
@@ -281,6 +285,74 @@ def run(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = (), t
     outs = {name: poisoned(shape, dtype, device=False) for name, (shape, dtype) in shaped.items()}
     t = traced(kernel, grid, block, {**host, **outs, **{f"scalar{i}": s for i, s in enumerate(scalars)}}, what)
     return t, outs
+
+
+# -- speed (graded on a GPU only)
+
+SPEED_FULL = 1.2      # full points up to this many times the reference kernel's time
+SPEED_FLOOR_AT = 5.0  # the floor from this many times on
+SPEED_FLOOR = 0.2     # the share of the points a correct but slow kernel keeps
+
+
+def speed_share(student_ms: float, reference_ms: float) -> float:
+    """The share of a speed check's points: 1 up to SPEED_FULL times the reference's time, then
+    falling linearly to SPEED_FLOOR at SPEED_FLOOR_AT times, and SPEED_FLOOR beyond."""
+    ratio = student_ms / reference_ms
+    if ratio <= SPEED_FULL:
+        return 1.0
+    if ratio >= SPEED_FLOOR_AT:
+        return SPEED_FLOOR
+    return 1.0 - (1.0 - SPEED_FLOOR) * (ratio - SPEED_FULL) / (SPEED_FLOOR_AT - SPEED_FULL)
+
+
+def _resolve(reference: str):
+    import importlib
+
+    module, name = reference.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def time_against(kernel, reference: str, grid, block, inputs: dict, outputs: dict, scalars: tuple, fresh: dict,
+                 what: str = "커널"):
+    """On a GPU: the median time (ms, CUDA events, L2 flushed, 20 runs, the two kernels taking
+    turns twice) of ``kernel`` and of the reference kernel ``"module:name"`` on the same launch;
+    then ``kernel`` once more on the ``fresh`` inputs, whose outputs come back to be checked (a
+    kernel that kept an answer from the timed runs cannot pass). Returns (student ms, reference
+    ms, outputs on the fresh inputs)."""
+    if isinstance(kernel, Remote):
+        return kernel.remote_time(reference, grid, block, inputs, outputs, scalars, fresh, what)
+    from gpulib.timing import benchmark
+
+    ref = _resolve(reference)
+    dev_in = [to_device(np.ascontiguousarray(a)) for a in inputs.values()]
+    dev_out = [poisoned(shape, dtype) for shape, dtype in outputs.values()]
+    mine, theirs = [], []
+    with explained(what):
+        for _ in range(2):
+            theirs.append(benchmark(lambda: ref[grid, block](*dev_in, *dev_out, *scalars)).median_ms)
+            mine.append(benchmark(lambda: kernel[grid, block](*dev_in, *dev_out, *scalars)).median_ms)
+    return min(mine), min(theirs), launched(kernel, grid, block, fresh, outputs, scalars, what=what)
+
+
+def speed_points(kernel, reference: str, grid, block, make_inputs, outputs: dict, scalars: tuple, check_values,
+                 points: float, seed: int, what: str, correct=None) -> float:
+    """A speed check. First ``correct(kernel)``, the exercise's own check (a wrong or cheating
+    kernel earns no speed points anywhere); then on the simulator all the points and a message;
+    on a GPU the points of ``speed_share``, once the outputs on fresh inputs pass
+    ``check_values(outputs, inputs)``."""
+    if correct is not None:
+        correct(kernel)
+    if not on_gpu():
+        print(f"건너뜀: {what}의 속도는 GPU에서만 채점한다 (시뮬레이터의 시간은 아무 뜻이 없다). 이 칸의 점수는 잃지 않는다.")
+        return float(points)
+    rng = np.random.default_rng(seed)
+    inputs, fresh = make_inputs(rng), make_inputs(rng)
+    mine, theirs, out = time_against(kernel, reference, grid, block, inputs, outputs, scalars, fresh, what)
+    check_values(out, fresh)
+    share = speed_share(mine, theirs)
+    print(f"{what}: {mine:.3f} ms, 기준 커널 {theirs:.3f} ms ({mine / theirs:.2f}배) → 점수 {share * points:.2f}/{points:g} "
+          f"(기준의 {SPEED_FULL}배 안이면 만점, {SPEED_FLOOR_AT}배부터 {SPEED_FLOOR:.0%}){where(seed)}")
+    return share * points
 
 
 def called(fn, *args, what: str = "함수", out_args: tuple = (), **kwargs):

@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from numba.types import float16, float32
 
 from gpulib import reference
 from gpulib.conv import winograd
-from gpulib.env import sized
+from gpulib.env import cuda, sized
+from gpulib.tensorcore import wmma
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
 
@@ -316,3 +318,54 @@ def _fragments_from_shared(kernel, seed):
         raise Mistake("fragments_from_global", f"tc_gemm_kernel의 PTX가 {', '.join(direct)}(전역 메모리에서 fragment를 채우는 "
                                                f"wmma.load)를 부른다{core.where(seed)}. 문제는 A와 B의 조각을 셰어드 메모리 타일에 "
                                                f"옮긴 뒤 wmma.load_a_shared / load_b_shared로 채우는 것이다.")
+
+
+# -- speed (on a GPU)
+
+
+@wmma.kernel
+def reference_tc_gemm_kernel(A, B, C):
+    """The instructor's WMMA GEMM with any K, the speed check's yardstick: per 16-deep step the
+    warp moves A's and B's 16×16 tiles (zero past K) into shared memory, then one mma."""
+    a_tile = cuda.shared.array((WMMA_TILE, WMMA_TILE), float16)
+    b_tile = cuda.shared.array((WMMA_TILE, WMMA_TILE), float16)
+    a = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)
+    b = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)
+    acc = cuda.local.array(wmma.ACC_FRAGMENT, float32)
+    wmma.fill(acc, float32(0.0))
+    row, col = cuda.blockIdx.y * WMMA_TILE, cuda.blockIdx.x * WMMA_TILE
+    K = A.shape[1]
+    zero = float16(0.0)
+    for k0 in range(0, K, WMMA_TILE):
+        for i in range(cuda.threadIdx.x, WMMA_TILE * WMMA_TILE, 32):
+            r, c = i // WMMA_TILE, i % WMMA_TILE
+            a_tile[r, c] = A[row + r, k0 + c] if k0 + c < K else zero
+            b_tile[r, c] = B[k0 + r, col + c] if k0 + r < K else zero
+        cuda.syncthreads()
+        wmma.load_a_shared(a, a_tile, 0, 0)
+        wmma.load_b_shared(b, b_tile, 0, 0)
+        wmma.mma(acc, a, b)
+        cuda.syncthreads()
+    wmma.store(C, row, col, acc)
+
+
+SPEED_GEMM = (2048, 2040, 2048)  # M, K, N: K not a multiple of 16
+
+
+def check_tc_gemm_speed(kernel, points: float = 2, seed: int | None = None) -> float:
+    """Graded on a GPU: tc_gemm_kernel's time at 2048 × 2040 × 2048 against
+    ``reference_tc_gemm_kernel`` in the same run; values checked on fresh inputs afterwards."""
+    seed = core.new_seed(seed)
+    M, K, N = SPEED_GEMM
+
+    def make_inputs(rng):
+        return {"A": core.values(rng, (M, K)).astype(np.float16), "B": core.values(rng, (K, N)).astype(np.float16)}
+
+    def check(out, given):
+        A64, B64 = given["A"].astype(np.float64), given["B"].astype(np.float64)
+        core.compare(out["C"], A64 @ B64, "C", seed, rtol=1e-4, scale=float((np.abs(A64) @ np.abs(B64)).max()),
+                     hint="누산기는 fp32여야 한다.")
+
+    return core.speed_points(kernel, "gpulib.grading.cudnn:reference_tc_gemm_kernel",
+                             (N // WMMA_TILE, M // WMMA_TILE), 32, make_inputs, {"C": ((M, N), np.float32)}, (),
+                             check, points, seed, "tc_gemm_kernel", correct=check_tc_gemm)

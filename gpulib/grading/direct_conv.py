@@ -12,11 +12,12 @@ global memory: once, if the tile is used for every read.
 from __future__ import annotations
 
 import numpy as np
+from numba import float32
 
 from gpulib import reference
 from gpulib.arrays import blocks
 from gpulib.conv.shapes import output_shape
-from gpulib.env import sized
+from gpulib.env import cuda, sized
 from gpulib.grading import core
 
 BLOCK = (16, 16)  # version 1
@@ -138,3 +139,54 @@ def check_tiled_channels(kernel, hidden: bool = False, seed: int | None = None) 
     """KB output channels per block: X and W each read at most once per block."""
     seed = core.check_seed(hidden, seed, 9)
     _check_tiled(kernel, run_tiled_channels, "conv_tiled_channels_kernel", hidden, seed, channels=True)
+
+
+# -- speed (on a GPU)
+
+
+@cuda.jit
+def reference_tiled_kernel(X, W, Y):
+    """The instructor's tiled convolution, the speed check's yardstick: per input channel the
+    block loads its (TILE + 2)² tile together, then each thread sums its 3×3 from shared memory."""
+    tile = cuda.shared.array((IN_TILE, IN_TILE), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    x0, y0 = cuda.blockIdx.x * TILE, cuda.blockIdx.y * TILE
+    K = W.shape[0]
+    n, k = cuda.blockIdx.z // K, cuda.blockIdx.z % K
+    acc = float32(0.0)
+    for c in range(X.shape[1]):
+        for i in range(ty * TILE + tx, IN_TILE * IN_TILE, TILE * TILE):
+            h, w = y0 + i // IN_TILE, x0 + i % IN_TILE
+            if h < X.shape[2] and w < X.shape[3]:
+                tile[i // IN_TILE, i % IN_TILE] = X[n, c, h, w]
+        cuda.syncthreads()
+        if y0 + ty < Y.shape[2] and x0 + tx < Y.shape[3]:
+            for r in range(R):
+                for s in range(S):
+                    acc += W[k, c, r, s] * tile[ty + r, tx + s]
+        cuda.syncthreads()
+    if y0 + ty < Y.shape[2] and x0 + tx < Y.shape[3]:
+        Y[n, k, y0 + ty, x0 + tx] = acc
+
+
+SPEED_LAYER = (8, 64, 58, 58, 64)  # N, C, H, W, K: Y is 8x64x56x56, about a millisecond on one GPU
+
+
+def check_tiled_speed(kernel, points: float = 2, seed: int | None = None) -> float:
+    """Graded on a GPU: the tiled convolution's time on a 16.3-sized layer against
+    ``reference_tiled_kernel`` in the same run (``core.speed_points``); its values are checked on
+    fresh inputs after the timed runs. On the simulator: skipped, no points lost."""
+    seed = core.new_seed(seed)
+    N, C, H, Wd, K = SPEED_LAYER
+    Ho, Wo = H - R + 1, Wd - S + 1
+
+    def make_inputs(rng):
+        return {"X": core.values(rng, (N, C, H, Wd)), "W": core.values(rng, (K, C, R, S))}
+
+    def check(out, given):
+        _conv_values(out["Y"], given["X"], given["W"], 0, 1, seed)
+
+    return core.speed_points(kernel, "gpulib.grading.direct_conv:reference_tiled_kernel",
+                             (blocks(Wo, TILE), blocks(Ho, TILE), N * K), (TILE, TILE), make_inputs,
+                             {"Y": ((N, K, Ho, Wo), np.float32)}, (), check, points, seed, "conv_tiled_kernel",
+                             correct=check_tiled)

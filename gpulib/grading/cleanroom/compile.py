@@ -51,7 +51,7 @@ def _first_lines(text: str, n: int = 12) -> str:
 
 
 def main() -> None:
-    import gpulib  # noqa: F401  (first: with GPULIB_BACKEND=ptx it selects the real CUDA target)
+    import gpulib.env  # noqa: F401  (first: with GPULIB_BACKEND=ptx it selects the real CUDA target)
 
     prepare_numba()
     from gpulib.grading.cleanroom.worker import Worker, start_restricted
@@ -66,7 +66,7 @@ def main() -> None:
             from gpulib.grading.cleanroom.worker import GraderError
             from gpulib.grading.core import Mistake
 
-            found, why = _backend._nvvm_found()
+            found, why = _backend.nvvm_found()
             if not found:
                 raise GraderError(f"{why}: the clean room compiles every kernel for compute capability 9.0 with NVVM; "
                                   f"on a machine without CUDA install it with pip install 'gpulib[grader-cpu]' "

@@ -42,7 +42,7 @@ class Verdict:
     kind: str = ""
     message: str = ""
     stdout: str = ""
-    score: float | None = None  # a share of the cell's points (speed bands); None: all or nothing
+    score: float | None = None  # the points a speed check gave (a number the cell returned); None: all or nothing
     traceback: list = field(default_factory=list)
 
 
@@ -58,9 +58,8 @@ class Session:
     def start(self):
         self.folder = tempfile.mkdtemp(prefix=f"gpulib-cleanroom-{self.label}-")
         os.chmod(self.folder, 0o755)
-        import gpulib
-
-        here = os.path.dirname(os.path.dirname(os.path.abspath(gpulib.__file__)))  # the same gpulib as the judge's
+        # the folder holding this gpulib, so that the worker imports the same one as the judge
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         env = dict(os.environ, GPULIB_BACKEND=self.backend,
                    PYTHONPATH=os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
         memory = MEMORY_LIMIT if self.backend == "sim" else 0  # CUDA reserves far more address space than it uses
@@ -213,6 +212,16 @@ class RemoteObject(core.Remote):
         answer = self._state["judge"].worker.request("launch", handle=handle, grid=grid, block=block, inputs=inputs,
                                                      outputs=outputs, scalars=scalars, what=what)
         return {name: np.asarray(answer["outputs"][name]) for name in outputs}
+
+    def remote_time(self, reference, grid, block, inputs, outputs, scalars, fresh, what):
+        types = [_type_of(v) for v in inputs.values()] + [_type_of(v) for v in outputs.values()] + \
+                [_type_of(v) for v in scalars]
+        handle, _ = self._kernel(what, types)
+        answer = self._state["judge"].worker.request("time", timeout=core.TIMEOUT_S + 300, handle=handle,
+                                                     reference=reference, grid=grid, block=block, inputs=inputs,
+                                                     outputs=outputs, scalars=scalars, fresh=fresh, what=what)
+        return (float(answer["student_ms"]), float(answer["reference_ms"]),
+                {name: np.asarray(answer["outputs"][name]) for name in outputs})
 
     def remote_trace(self, grid, block, args, what):
         handle, calls = self._kernel(what, [_type_of(v) for v in args.values()])

@@ -56,8 +56,8 @@ def _outputs(verdict: judge.Verdict, points: float) -> list:
         lines = [f"채점실(clean room)의 판정: {verdict.message}"] + [line.rstrip("\n") for line in verdict.traceback]
         outputs.append(NotebookNode(output_type="error", ename=f"Mistake[{verdict.kind}]", evalue=verdict.message,
                                     traceback=lines))
-    elif verdict.score is not None:
-        earned = max(0.0, min(1.0, verdict.score)) * points
+    elif verdict.score is not None:  # the points a speed check gave
+        earned = max(0.0, min(float(points), verdict.score))
         outputs.append(NotebookNode(output_type="execute_result", execution_count=None, metadata={},
                                     data={"text/plain": f"{earned:g}"}))
     return outputs

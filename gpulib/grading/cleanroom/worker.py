@@ -172,6 +172,13 @@ class Worker:
                 ready[name] = value
         return {"outputs": core.launched(kernel, grid, block, ready, outputs, scalars, what=what)}
 
+    def time(self, handle, reference, grid, block, inputs, outputs, scalars, fresh, what):
+        from gpulib.grading import core
+
+        mine, theirs, out = core.time_against(self.objects[handle], reference, grid, block, inputs, outputs, scalars,
+                                              fresh, what)
+        return {"student_ms": float(mine), "reference_ms": float(theirs), "outputs": out}
+
     def trace(self, handle, grid, block, args, what):
         from gpulib.grading import core
 
@@ -199,7 +206,7 @@ class Worker:
         return {"value": self.plain(getattr(self.objects[handle], attr))}
 
     def serve(self, requests: int, answers: int) -> None:
-        from gpulib.grading.core import Mistake, _explain_exception
+        from gpulib.grading.core import Mistake, explain_exception
 
         while True:
             try:
@@ -214,7 +221,7 @@ class Worker:
             except GraderError as exc:
                 answer = {"grader_error": str(exc)}
             except BaseException as exc:  # noqa: BLE001
-                m = _explain_exception(exc, request.get("what", "풀이"))
+                m = explain_exception(exc, request.get("what", "풀이"))
                 answer = {"error": (m.kind, str(m).split("] ", 1)[-1]),
                           "detail": "".join(traceback.format_exception_only(type(exc), exc))[-2000:]}
             channel.send(answers, answer)
