@@ -30,7 +30,8 @@ def _cells(assignment):
 
 def exercises(assignment):
     """{solution grade_id: (solution source, [check sources in order])}; the checks of an
-    exercise are the graded cells that follow its solution cell."""
+    exercise are the graded cells that follow its solution cell (and the ungraded check cell
+    of an optional exercise)."""
     found, current = {}, None
     for cell in _cells(assignment):
         meta = cell["metadata"].get("nbgrader", {})
@@ -38,8 +39,8 @@ def exercises(assignment):
         if meta.get("solution") and cell["cell_type"] == "code":
             current = meta["grade_id"]
             found[current] = (src, [])
-        elif meta.get("grade") and current:
-            found[current][1].append(src)
+        elif current and (meta.get("grade") or meta.get("grade_id", "").startswith("check_")):
+            found[current][1].append(src)  # an optional exercise's check is feedback only, but checked all the same
     return found
 
 
@@ -168,6 +169,25 @@ MUTANTS = [
     ("16_4_im2col", "implicit_gemm", "channel decoded with %",
      [("c, r, s = q // (R * S), (q // S) % R, q % S", "c, r, s = q % C, (q // S) % R, q % S")], "wrong_value"),
     ("16_4_im2col", "implicit_gemm", "no padding test", [("if 0 <= h < H and 0 <= w < Wd:", BOUNDS)], "out_of_bounds"),
+    ("16_4_im2col", "implicit_gemm", "no barrier before the next tile",
+     [("            acc += Ws[ty, t] * Xs[t, tx]\n        cuda.syncthreads()\n", "            acc += Ws[ty, t] * Xs[t, tx]\n")], "race"),
+    ("16_4_im2col", "implicit_gemm", "X read in the product instead of the gathered tile",
+     [("            acc += Ws[ty, t] * Xs[t, tx]",
+       "            qq = q0 + t\n            hh, ww = y * stride + (qq // S) % R - padding, x * stride + qq % S - padding\n"
+       "            if qq < CRS and j < NP and 0 <= hh < H and 0 <= ww < Wd:\n"
+       "                acc += Ws[ty, t] * X[n, qq // (R * S), hh, ww]")], "global_reads"),
+    ("16_4_im2col", "sgemm_kernel", "K rounded down to the tile", [("for k0 in range(0, K, BK):", "for k0 in range(0, K - BK + 1, BK):")],
+     "k_edge"),
+    ("16_4_im2col", "sgemm_kernel", "no barrier before the next tile",
+     [("                    acc[i, j] += a[i] * b[j]\n        cuda.syncthreads()\n", "                    acc[i, j] += a[i] * b[j]\n")], "race"),
+    ("16_4_im2col", "sgemm_kernel", "A's edge not zero-filled",
+     [("As[kk, i] = A[row0 + i, k0 + kk] if row0 + i < M and k0 + kk < K else float32(0.0)", "As[kk, i] = A[row0 + i, k0 + kk]")],
+     "out_of_bounds"),
+    ("16_4_im2col", "sgemm_kernel", "no register blocking: every product reads shared memory twice",
+     [("acc[i, j] += a[i] * b[j]", "acc[i, j] += As[kk, ty + 16 * i] * Bs[kk, tx + 16 * j]")], "shared_reads"),
+    ("16_4_im2col", "sgemm_kernel", "A's values read from global memory",
+     [("a[i] = As[kk, ty + 16 * i]", "a[i] = A[row0 + ty + 16 * i, k0 + kk] if row0 + ty + 16 * i < M and k0 + kk < K else float32(0.0)")],
+     "global_reads"),
     # 16.5
     ("16_5_cudnn", "winograd_tile", "G's middle rows not halved", [("[0.5, 0.5, 0.5]", "[1, 1, 1]")], "filter_transform"),
     ("16_5_cudnn", "winograd_tile", "a sign in Bᵀ", [("[0, 1, 0, -1]]", "[0, 1, 0, 1]]")], "input_transform"),
@@ -263,7 +283,8 @@ def test_the_points_each_notebook_announces_are_the_points_it_grades():
                 per_exercise.append(0)
             elif meta.get("grade"):
                 per_exercise[-1] += meta["points"]
-        assert announced == per_exercise, (assignment, announced, per_exercise)
+        graded = [p for p in per_exercise if p]  # an optional exercise (선택 문제) has its check as feedback only
+        assert announced == graded, (assignment, announced, per_exercise)
         assert len(per_exercise) >= 3
 
 

@@ -178,6 +178,25 @@ X_COL_PER_CHANNEL = _solution("16_4_im2col", "implicit_gemm").replace(
     "    grid, block = grade.implicit_gemm_grid(K, N * Ho * Wo)\n",
     "    pieces = [np.zeros((R * S, N * Ho * Wo), np.float32) for c in range(C)]\n"
     "    grid, block = grade.implicit_gemm_grid(K, N * Ho * Wo)\n")
+SGEMM = _solution("16_4_im2col", "sgemm_kernel")
+SGEMM_ONE_THREAD_LOADS = SGEMM.replace(
+    "        for e in range(tid, BM * BK, 256):", "        for e in range(0, BM * BK if tid == 0 else 0):").replace(
+    "        for e in range(tid, BK * BN, 256):", "        for e in range(0, BK * BN if tid == 0 else 0):")
+SGEMM_FROM_GLOBAL = SGEMM.replace(
+    "                a[i] = As[kk, ty + 16 * i]", "                a[i] = A[row0 + ty + 16 * i, k0 + kk] if row0 + ty + 16 * i < M and k0 + kk < K else 0.0").replace(
+    "                b[j] = Bs[kk, tx + 16 * j]", "                b[j] = B[k0 + kk, col0 + tx + 16 * j] if k0 + kk < K and col0 + tx + 16 * j < N else 0.0")
+UNTILED_IMPLICIT = _solution("16_4_im2col", "implicit_gemm").split("    # 대략 25줄")[0] + \
+    """    CRS = C * R * S
+    if k < K and j < N * Ho * Wo:
+        n, y, x = j // (Ho * Wo), (j // Wo) % Ho, j % Wo
+        acc = 0.0
+        for q in range(CRS):
+            c, r, s = q // (R * S), (q // S) % R, q % S
+            h, w = y * stride + r - padding, x * stride + s - padding
+            if 0 <= h < H and 0 <= w < Wd:
+                acc += W[k, c, r, s] * X[n, c, h, w]
+        Y[n, k, y, x] = acc
+""" + "\n\ndef conv2d_implicit" + _solution("16_4_im2col", "implicit_gemm").split("\n\ndef conv2d_implicit")[1]
 
 CHEATS = [
     ("16_1_mlp", {"dense_forward_kernel": HOST_NUMPY, "dense_backward_kernels": NUMPY_IN_KERNEL,
@@ -195,7 +214,10 @@ CHEATS = [
     ("16_4_im2col", {"im2col_kernel": IM2COL_IN_NUMPY, "gemm_rowmajor": TRANSPOSED_COPIES,
                      "implicit_gemm": X_COL_PER_CHANNEL},
      {"im2col_kernel": {"not_compilable"}, "gemm_rowmajor": {"copied_operands"}, "implicit_gemm": {"allocation"}}),
-    ("16_4_im2col", {"gemm_rowmajor": PRODUCT_BY_HAND}, {"gemm_rowmajor": {"not_from_sgemm"}}),
+    ("16_4_im2col", {"gemm_rowmajor": PRODUCT_BY_HAND, "sgemm_kernel": SGEMM_ONE_THREAD_LOADS,
+                     "implicit_gemm": UNTILED_IMPLICIT},
+     {"gemm_rowmajor": {"not_from_sgemm"}, "sgemm_kernel": {"cooperative_load"}, "implicit_gemm": {"global_reads"}}),
+    ("16_4_im2col", {"sgemm_kernel": SGEMM_FROM_GLOBAL}, {"sgemm_kernel": {"global_reads"}}),
 ]
 
 
@@ -266,10 +288,21 @@ WARNING_TUNER = _solution("16_5_cudnn", "choose").replace(
 ZEROING_SCALER = _solution("16_5_cudnn", "loss_scaler").replace(
     "            self.scale /= 2\n", "            for g in grads:\n                g[...] = 0.0  # as some frameworks do\n"
     "            self.scale /= 2\n")
+SGEMM_CONTIGUOUS = SGEMM.replace("As = cuda.shared.array((BK, BM), float32)", "As = cuda.shared.array((BM, BK), float32)").replace(
+    "As[kk, i] = A[", "As[i, kk] = A[").replace("a[i] = As[kk, ty + 16 * i]", "a[i] = As[ty * TM + i, kk]").replace(
+    "b[j] = Bs[kk, tx + 16 * j]", "b[j] = Bs[kk, tx * TN + j]").replace(
+    "            if row0 + ty + 16 * i < M and col0 + tx + 16 * j < N:\n"
+    "                C[row0 + ty + 16 * i, col0 + tx + 16 * j] = acc[i, j]",
+    "            if row0 + ty * TM + i < M and col0 + tx * TN + j < N:\n"
+    "                C[row0 + ty * TM + i, col0 + tx * TN + j] = acc[i, j]")
+IMPLICIT_BY_TAPS = _solution("16_4_im2col", "implicit_gemm").replace(
+    "        for t in range(T):\n            acc += Ws[ty, t] * Xs[t, tx]\n",
+    "        for t in range(T - 1, -1, -1):\n            acc += Xs[t, tx] * Ws[ty, t]\n")
 
 ALTERNATIVES = [
     ("16_1_mlp", {"dense_forward_kernel": GRID_STRIDE_FORWARD, "softmax_xent_kernel": ONLINE_SOFTMAX}),
     ("16_3_tiled_conv", {"conv_tiled_kernel": TILE_BY_ROWS}),
+    ("16_4_im2col", {"sgemm_kernel": SGEMM_CONTIGUOUS, "implicit_gemm": IMPLICIT_BY_TAPS}),
     ("16_5_cudnn", {"choose": WARNING_TUNER, "loss_scaler": ZEROING_SCALER}),
 ]
 

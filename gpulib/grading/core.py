@@ -551,6 +551,16 @@ def shared_loads_spread(t, what: str) -> None:
                                                   f"{per_block}개: 스레드마다 {share}칸 남짓). 타일은 블록의 스레드가 함께 나누어 올린다.")
 
 
+def shared_reads_per_thread(t, bound: int, what: str, why: str) -> None:
+    """No thread reads shared memory more than ``bound`` times in all (register blocking: a
+    thread keeps what it read from a tile in registers and uses each value for several outputs)."""
+    reads = sum(rec.reads_by_thread for rec in t.arrays.values() if rec.kind == "shared")
+    if np.ndim(reads) and reads.max() > bound:
+        tid = int(np.argmax(reads))
+        raise Mistake("shared_reads", f"{what}: 블록 {tid // t.threads_per_block}의 스레드 {t._thread_idx(tid)}가 셰어드 메모리를 "
+                                      f"{int(reads.max())}번 읽었다. 많아야 {bound}번이어야 한다: {why}")
+
+
 def no_atomics(t, name: str, what: str) -> None:
     rec = t.arrays[name]
     if rec.atomics:

@@ -1,23 +1,30 @@
 """16.4 assignment: the checks of the im2col kernel (padding, a batch, coalesced writes), of
-cublasSgemm's argument order through the column-major stand-in, of col2im as a gather (the
-adjoint test, no atomics) and of an implicit GEMM that never allocates X_col
+cublasSgemm's argument order through the column-major stand-in, of a tiled SGEMM with register
+blocking (each operand read once per block, a thread's shared reads TM + TN per k, graded on
+speed on a GPU), of an implicit GEMM that gathers its B tile from X into shared memory and
+never allocates X_col, and of col2im as a gather (optional: the adjoint test, no atomics)
 (``assignments/source/16_4_im2col``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import float32
 
 from gpulib import reference
 from gpulib.arrays import blocks
 from gpulib.conv.shapes import conv_output_size, output_shape
-from gpulib.env import sized
+from gpulib.env import cuda, sized
 from gpulib.gemm import colmajor
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
 
 THREADS = 256
-GEMM_BLOCK = (16, 16)
+GEMM_BLOCK = (16, 16)  # (T, T)
+T = 16  # the implicit GEMM's tile: a block computes a T×T tile of Y_mat, q taken T at a time
+# The tiled SGEMM: a block computes a BM×BN tile of C, K taken BK at a time; each of its
+# (BN/TN)×(BM/TM) = 16×16 threads computes TM×TN outputs.
+BM, BN, BK, TM, TN = 64, 64, 8, 4, 4
 
 
 def _out_size(X_shape, R, S, padding, stride):
@@ -163,6 +170,130 @@ def _sgemm_result(args, K, NP, ld_y):
     return Y.reshape(K, ld_y)[:, :NP]
 
 
+# -- a tiled SGEMM with register blocking
+
+
+def sgemm_grid(M: int, N: int):
+    """The launch of the tiled SGEMM: a block per BM×BN tile of C (x walking its columns),
+    (BN/TN, BM/TM) = (16, 16) threads."""
+    return (blocks(N, BN), blocks(M, BM)), (BN // TN, BM // TM)
+
+
+def run_sgemm(kernel, A, B, trace=False):
+    """C = A·B through ``kernel(A, B, C)`` on ``sgemm_grid``."""
+    grid, block = sgemm_grid(A.shape[0], B.shape[1])
+    return core.run(kernel, grid, block, {"A": A, "B": B}, {"C": (A.shape[0], B.shape[1])}, (), trace, "sgemm_kernel")
+
+
+def _sgemm_values(C, A, B, seed):
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    M, K = A.shape
+    core.compare(C, A64 @ B64, "C", seed, scale=float((np.abs(A64) @ np.abs(B64)).max()), known={
+        "k_edge": (lambda: A64[:, :K // BK * BK] @ B64[:K // BK * BK] if K % BK else None,
+                   f"K = {K}의 마지막 조각(BK = {BK}의 배수를 넘는 {K % BK}칸)이 빠졌다: 타일 루프가 K를 BK로 내림해 나누었다. "
+                   f"타일 수는 올림 나눗셈이고, 범위 밖 칸은 0으로 올린다."),
+    }, hint="타일에 올릴 때 행렬 밖의 칸은 0이다 (M, N, K가 타일의 배수가 아니다).")
+
+
+def _sgemm_shapes(hidden, rng):
+    """(M, N, K): none a multiple of its tile edge, so every edge is tried."""
+    if not hidden:
+        return [(70, 100, 20), (67, 65, 13)]
+    return [(core.odd_size(rng, 65, 89), core.odd_size(rng, 65, 89), core.odd_size(rng, 9, 23, BK)), (1, 1, 1),
+            sized((1000, 1200, 700), (core.odd_size(rng, 129, 200), core.odd_size(rng, 65, 70), core.odd_size(rng, 17, 23)))]
+
+
+def check_sgemm(kernel, hidden: bool = False, seed: int | None = None) -> None:
+    """The tiled SGEMM: values on edges in M, N and K; traced: no race, every thread TM·TN
+    outputs, tiles loaded by the block together, each element of A and B read once per block,
+    and a thread's shared-memory reads TM + TN per k (register blocking)."""
+    seed = core.check_seed(hidden, seed, 14)
+    rng = np.random.default_rng(seed)
+    for i, (M, N, K) in enumerate(_sgemm_shapes(hidden, rng)):
+        A, B = core.values(rng, (M, K)), core.values(rng, (K, N))
+        if i == 0:  # traced: the structure (the hidden check too: a cheat must not pass it)
+            t, out = run_sgemm(kernel, A, B, trace=True)
+            core.barriers_and_races(t, "sgemm_kernel")
+            _sgemm_values(out["C"], A, B, seed)
+            core.outputs_per_thread(t, "C", TM * TN, "sgemm_kernel")
+            core.shared_loads_spread(t, "sgemm_kernel")
+            for name in ("A", "B"):
+                core.global_reads_per_block(t, name, 1, "sgemm_kernel", f"블록은 {name}의 타일을 셰어드 메모리에 한 번 올리고 "
+                                            f"계산은 타일에서 읽는다. 스레드가 전역 {name}에서 바로 읽는 곳이 남아 있다.")
+            steps = -(-K // BK) * BK
+            core.shared_reads_per_thread(t, (TM + TN) * steps * 3 // 2, "sgemm_kernel",
+                                         f"K의 한 칸(k)마다 스레드는 A 타일에서 자기 행 {TM}개, B 타일에서 자기 열 {TN}개를 "
+                                         f"레지스터로 읽고(모두 {TM + TN}개, 여기서는 k {steps}칸에 {(TM + TN) * steps}번), 그 "
+                                         f"{TM}×{TN}개 곱을 레지스터에서 더한다. 곱마다 셰어드를 두 번 읽으면 "
+                                         f"{2 * TM * TN * steps}번이다: 그것이 레지스터 블로킹이 없애는 읽기다.")
+        else:
+            _sgemm_values(run_sgemm(kernel, A, B)["C"], A, B, seed)
+    core.passed("sgemm_kernel", seed)
+
+
+@cuda.jit
+def reference_sgemm_kernel(A, B, C):
+    """The instructor's tiled SGEMM, the speed check's yardstick: per BK-slice of K the block's
+    256 threads load the A tile (transposed) and the B tile two elements each, then each thread
+    multiplies TM values of A by TN values of B held in registers; thread (tx, ty) owns the
+    rows ty + 16·i and the columns tx + 16·j of the block's tile (conflict-free, coalesced)."""
+    As = cuda.shared.array((BK, BM), float32)
+    Bs = cuda.shared.array((BK, BN), float32)
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    tid = ty * (BN // TN) + tx
+    row0, col0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    for i in range(TM):
+        for j in range(TN):
+            acc[i, j] = 0.0
+    for k0 in range(0, K, BK):
+        for e in range(tid, BM * BK, 256):
+            i, kk = e // BK, e % BK
+            As[kk, i] = A[row0 + i, k0 + kk] if row0 + i < M and k0 + kk < K else float32(0.0)
+        for e in range(tid, BK * BN, 256):
+            kk, j = e // BN, e % BN
+            Bs[kk, j] = B[k0 + kk, col0 + j] if k0 + kk < K and col0 + j < N else float32(0.0)
+        cuda.syncthreads()
+        for kk in range(BK):
+            for i in range(TM):
+                a[i] = As[kk, ty + 16 * i]
+            for j in range(TN):
+                b[j] = Bs[kk, tx + 16 * j]
+            for i in range(TM):
+                for j in range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in range(TM):
+        for j in range(TN):
+            if row0 + ty + 16 * i < M and col0 + tx + 16 * j < N:
+                C[row0 + ty + 16 * i, col0 + tx + 16 * j] = acc[i, j]
+
+
+SPEED_GEMM = (2048, 2048, 2048)  # M, N, K: 17 GFLOP, a few milliseconds for a Numba kernel on one GPU
+
+
+def check_sgemm_speed(kernel, points: float = 3, seed: int | None = None) -> float:
+    """Graded on a GPU: the tiled SGEMM's time on a 2048³ product against ``reference_sgemm_kernel``
+    in the same run (``core.speed_points``); its values are checked on fresh inputs after the
+    timed runs. On the simulator: skipped, no points lost."""
+    seed = core.new_seed(seed)
+    M, N, K = SPEED_GEMM
+
+    def make_inputs(rng):
+        return {"A": core.values(rng, (M, K)), "B": core.values(rng, (K, N))}
+
+    def check(out, given):
+        _sgemm_values(out["C"], given["A"], given["B"], seed)
+
+    grid, block = sgemm_grid(M, N)
+    return core.speed_points(kernel, "gpulib.grading.im2col:reference_sgemm_kernel", grid, block, make_inputs,
+                             {"C": ((M, N), np.float32)}, (), check, points, seed, "sgemm_kernel", correct=check_sgemm)
+
+
 # -- col2im
 
 
@@ -217,15 +348,27 @@ def run_implicit_gemm(kernel, X, W, padding, stride, trace=False):
 
 def check_implicit_gemm(kernel, conv2d_implicit, hidden: bool = False, seed: int | None = None) -> None:
     """The convolution as Y_mat = W_mat · X_col with X_col never in memory: the kernel traced on
-    a small layer, then conv2d_implicit with no allocation as large as half of X_col."""
+    a small layer (no race, the W and X_col tiles loaded by the block together, each X_col entry
+    of the block's tile gathered from X once: at most R·S reads of an X element per block, one
+    of a W element), then conv2d_implicit with no allocation as large as half of X_col."""
     seed = core.check_seed(hidden, seed, 13)
     rng = np.random.default_rng(seed)
-    X, W = core.values(rng, (2, 2, 5, 7)), core.values(rng, (3, 2, 3, 2))
+    X, W = core.values(rng, (2, 3, 5, 7)), core.values(rng, (20, 3, 3, 2))
     t, out = run_implicit_gemm(kernel, X, W, 1, 2, trace=True)
+    core.barriers_and_races(t, "implicit_gemm_kernel")
+    core.compare(out["Y"], reference.conv2d(X, W, None, 1, 2), "Y", seed,
+                 scale=float(reference.conv2d_magnitude(X, W, None, 1, 2).max()),
+                 hint="q의 조각이 CRS의 끝을 넘는 칸은 W 타일과 X_col 타일 모두 0으로 올린다.")
     core.coalesced_writes(t, "Y", "implicit_gemm_kernel", share=0.6)
     core.outputs_per_thread(t, "Y", 1, "implicit_gemm_kernel")
-    core.compare(out["Y"], reference.conv2d(X, W, None, 1, 2), "Y", seed,
-                 scale=float(reference.conv2d_magnitude(X, W, None, 1, 2).max()))
+    core.shared_loads_spread(t, "implicit_gemm_kernel")
+    R, S = W.shape[2:]
+    core.global_reads_per_block(t, "W", 1, "implicit_gemm_kernel",
+                                f"블록은 W_mat의 {T}×{T} 타일을 셰어드 메모리에 한 번 올리고, 곱은 타일에서 읽는다.")
+    core.global_reads_per_block(t, "X", R * S, "implicit_gemm_kernel",
+                                f"블록은 X_col 타일의 칸 [q, j]를 X에서 한 번씩 모아(gather) 셰어드 메모리에 올린다. X의 한 원소는 "
+                                f"블록의 타일에서 많아야 R·S = {R * S}칸에 나타난다. 더 많이 읽었다면 스레드가 타일 대신 X에서 "
+                                f"바로 읽는다 (같은 X_col 칸을 블록의 {T}개 k 행이 저마다 읽는다).")
     cases = [((2, 8, 9, 11), (3, 8, 3, 3), 1, 1), ((1, 8, 13, 12), (5, 8, 3, 2), 1, 2)]
     if hidden:
         cases = [((core.odd_size(rng, 1, 3), 8, core.odd_size(rng, 7, 13), core.odd_size(rng, 7, 13)),
