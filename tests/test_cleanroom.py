@@ -358,3 +358,30 @@ def test_the_sandbox_writes_only_in_its_own_folder(tmp_path):
                             env={"PATH": "/usr/bin:/bin", "NBGRADER_EXECUTION": "autograde"}, timeout=60)
     assert result.stdout.split() == ["refused", "[]"], result.stdout + result.stderr
     assert (folder / "inside.txt").exists() and not outside.exists()
+
+
+REFERENCE_KERNELS = {  # the yardsticks of the speed checks, with the argument types of their timed launch
+    "gpulib.grading.direct_conv:reference_tiled_kernel": [("float32", 4)] * 3,
+    "gpulib.grading.im2col:reference_sgemm_kernel": [("float32", 2)] * 3,
+    "gpulib.grading.cudnn:reference_tc_gemm_kernel": [("float16", 2), ("float16", 2), ("float32", 2)],
+}
+
+
+def test_the_speed_checks_reference_kernels_compile_for_a_gpu():
+    """A reference kernel runs only on a GPU (the speed checks skip the simulator): NVVM compiles
+    each for compute capability 9.0 here, as the clean room compiles a student's."""
+    script = (
+        "import importlib, sys\nimport gpulib.env\nfrom numba import cuda, from_dtype, types\nimport numpy as np\n"
+        "from gpulib.grading.cleanroom import compile as c\nc.prepare_numba()\n"
+        f"for name, args in {REFERENCE_KERNELS!r}.items():\n"
+        "    module, attr = name.split(':')\n"
+        "    fn = getattr(importlib.import_module(module), attr).py_func\n"
+        "    sig = tuple(types.Array(from_dtype(np.dtype(d)), n, 'C') for d, n in args)\n"
+        "    ptx, _ = cuda.compile_ptx(fn, sig, cc=c.CC)\n"
+        "    print(name, len(ptx))\n")
+    import os
+
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, GPULIB_BACKEND="ptx"), cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert len(result.stdout.split("\n")) > len(REFERENCE_KERNELS), result.stdout

@@ -292,6 +292,7 @@ def run(kernel, grid, block, inputs: dict, outputs: dict, scalars: tuple = (), t
 SPEED_FULL = 1.2      # full points up to this many times the reference kernel's time
 SPEED_FLOOR_AT = 5.0  # the floor from this many times on
 SPEED_FLOOR = 0.2     # the share of the points a correct but slow kernel keeps
+SPEED_LOG: list = []  # one dict per speed check graded on a GPU in this process (gpulib.bench.speed_grading)
 
 
 def speed_share(student_ms: float, reference_ms: float) -> float:
@@ -350,6 +351,8 @@ def speed_points(kernel, reference: str, grid, block, make_inputs, outputs: dict
     mine, theirs, out = time_against(kernel, reference, grid, block, inputs, outputs, scalars, fresh, what)
     check_values(out, fresh)
     share = speed_share(mine, theirs)
+    SPEED_LOG.append({"check": what, "ms": mine, "reference_ms": theirs, "ratio": mine / theirs, "points": share * points,
+                      "of": float(points)})
     print(f"{what}: {mine:.3f} ms, 기준 커널 {theirs:.3f} ms ({mine / theirs:.2f}배) → 점수 {share * points:.2f}/{points:g} "
           f"(기준의 {SPEED_FULL}배 안이면 만점, {SPEED_FLOOR_AT}배부터 {SPEED_FLOOR:.0%}){where(seed)}")
     return share * points

@@ -15,6 +15,7 @@ from gpulib import reference
 from gpulib.conv import winograd
 from gpulib.env import cuda, sized
 from gpulib.tensorcore import wmma
+from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
 
@@ -329,9 +330,9 @@ def reference_tc_gemm_kernel(A, B, C):
     warp moves A's and B's 16×16 tiles (zero past K) into shared memory, then one mma."""
     a_tile = cuda.shared.array((WMMA_TILE, WMMA_TILE), float16)
     b_tile = cuda.shared.array((WMMA_TILE, WMMA_TILE), float16)
-    a = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)
-    b = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)
-    acc = cuda.local.array(wmma.ACC_FRAGMENT, float32)
+    a = cuda.local.array(AB_FRAGMENT, AB_DTYPE)  # bare names: a local array's shape must be a literal for Numba
+    b = cuda.local.array(AB_FRAGMENT, AB_DTYPE)
+    acc = cuda.local.array(ACC_FRAGMENT, float32)
     wmma.fill(acc, float32(0.0))
     row, col = cuda.blockIdx.y * WMMA_TILE, cuda.blockIdx.x * WMMA_TILE
     K = A.shape[1]

@@ -1,9 +1,9 @@
 """16.5: tensor cores from Numba. A warp-level 16x16x16 matrix multiply-accumulate, fp16 inputs
 and fp32 accumulation, in four calls a kernel makes from Python:
 
-    a = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)   # this thread's share of a 16x16 tile
-    b = cuda.local.array(wmma.AB_FRAGMENT, wmma.AB_DTYPE)
-    acc = cuda.local.array(wmma.ACC_FRAGMENT, float32)
+    a = cuda.local.array(AB_FRAGMENT, AB_DTYPE)   # this thread's share of a 16x16 tile (the names
+    b = cuda.local.array(AB_FRAGMENT, AB_DTYPE)   # imported bare: Numba needs a literal shape, and
+    acc = cuda.local.array(ACC_FRAGMENT, float32) # wmma.AB_FRAGMENT is typed as a plain int64)
     wmma.fill(acc, 0.0)
     wmma.load_a(a, A, row, k)      # A[row:row+16, k:k+16], fp16, row-major
     wmma.load_b(b, B, k, col)      # B[k:k+16, col:col+16]
