@@ -1,11 +1,12 @@
 """The clean room gives points only for solutions: cheats and non-solutions get none, correct
 alternatives get all.
 
-Each submission below is the solution notebook of an assignment with some solution cells
-replaced (several exercises at once, so that one grading covers several cheats); the clean
-room (``judge.grade_parts``, the same call nbgrader's autograde makes) grades it, and every
-test cell of a replaced exercise must fail with the expected kind, or pass for an alternative.
-``tests/test_assignments_nbgrader.py`` grades cheating submissions through nbgrader itself.
+The banks below (CHEATS, ALTERNATIVES) are submissions: the solution notebook of an assignment
+with some solution cells replaced (several exercises at once, so that one grading covers
+several cheats). ``tests/test_assignments_nbgrader.py`` submits each of them to nbgrader and
+autogrades it in the clean room: every test cell of a replaced exercise must score zero with
+the expected kind, or full points for an alternative. Here: the screen, the unpickler, the
+sandbox and the compiler, alone.
 """
 
 from __future__ import annotations
@@ -37,18 +38,17 @@ def _solution(assignment, grade_id):
     raise KeyError(grade_id)
 
 
-def submit(assignment, replaced: dict):
-    """The verdicts of the solution notebook with ``replaced`` {grade_id: source} solution cells."""
-    source = _notebook(assignment)
-    submitted = json.loads(json.dumps(source))
+def submission(assignment, replaced: dict) -> dict:
+    """The solution notebook with ``replaced`` {grade_id: source} solution cells."""
+    submitted = _notebook(assignment)
     for cell in submitted["cells"]:
         gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
         if gid in replaced:
             cell["source"] = replaced[gid]
-    return judge.grade_notebook(submitted, source)
+    return submitted
 
 
-def _tests_of(assignment):
+def exercise_tests(assignment):
     """{solution grade_id: [its test cells' grade_ids]}."""
     found, current = {}, None
     for cell in _notebook(assignment)["cells"]:
@@ -221,20 +221,6 @@ CHEATS = [
 ]
 
 
-@pytest.mark.parametrize("assignment, replaced, expected", CHEATS,
-                         ids=[f"{a}: {', '.join(r)}" for a, r, _ in CHEATS])
-def test_cheats_and_non_solutions_earn_nothing(assignment, replaced, expected):
-    verdicts = submit(assignment, replaced)
-    tests = _tests_of(assignment)
-    for grade_id, kinds in expected.items():
-        for test_id in tests[grade_id]:
-            v = verdicts[test_id]
-            assert not v.passed and v.kind in kinds, (test_id, v.kind, v.message[:500])
-    for grade_id, test_ids in tests.items():  # the exercises left alone still earn their points
-        if grade_id not in expected:
-            assert all(verdicts[t].passed for t in test_ids), [(t, verdicts[t].message[:300]) for t in test_ids]
-
-
 # -- correct alternatives: other loop orders, grid-stride loops, warnings, what the statement leaves free
 
 ONLINE_SOFTMAX = '''
@@ -305,13 +291,6 @@ ALTERNATIVES = [
     ("16_4_im2col", {"sgemm_kernel": SGEMM_CONTIGUOUS, "implicit_gemm": IMPLICIT_BY_TAPS}),
     ("16_5_cudnn", {"choose": WARNING_TUNER, "loss_scaler": ZEROING_SCALER}),
 ]
-
-
-@pytest.mark.parametrize("assignment, replaced", ALTERNATIVES, ids=[f"{a}: {', '.join(r)}" for a, r in ALTERNATIVES])
-def test_correct_alternatives_earn_every_point(assignment, replaced):
-    verdicts = submit(assignment, replaced)
-    failed = {k: (v.kind, v.message[:400]) for k, v in verdicts.items() if not v.passed}
-    assert not failed
 
 
 # -- the pieces

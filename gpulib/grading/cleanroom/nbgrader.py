@@ -24,6 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
+from traitlets import Bool
 
 from gpulib.grading.cleanroom import judge, sandbox
 
@@ -66,6 +67,10 @@ def _outputs(verdict: judge.Verdict, points: float) -> list:
 class CleanRoomExecute(Execute):
     """nbgrader's Execute, sandboxed, followed by the clean room's verdicts (module docstring)."""
 
+    feedback_run = Bool(True, help="Run the submission for the student's feedback before the clean room grades it; "
+                                   "without it the test cells show the clean room's verdicts only (the scores are the "
+                                   "same either way: they never come from the submission's own run)").tag(config=True)
+
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxedKernelManager
         super().__init__(*args, **kwargs)
@@ -77,7 +82,8 @@ class CleanRoomExecute(Execute):
         return nbformat.read(os.path.join(folder, f"{info['notebook']}.ipynb"), as_version=4)
 
     def preprocess(self, nb, resources=None, km=None):
-        nb, resources = super().preprocess(nb, resources, km=km)
+        if self.feedback_run:
+            nb, resources = super().preprocess(nb, resources, km=km)
         source = self._source_notebook(resources)
         verdicts = judge.grade_notebook(nb, source)
         for cell in nb.cells:
