@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab reset-book test browser-test browser-deps html html-test unit notebooks execute-notebooks assignments clean
+.PHONY: lab reset-book test hub-test browser-test browser-deps html html-test unit notebooks execute-notebooks assignments clean
 
 # The reader works in a copy of book/ (my-book/, not tracked): running and saving notebooks
 # there never changes the book itself, and the tests keep comparing against its stored outputs.
@@ -72,6 +72,20 @@ html: $(HTML_STAMP)
 # that nothing comes from the network, and (in Chromium) the font and the mathematics.
 html-test: $(HTML_STAMP) browser-deps
 	$(BIN)/python -m pytest -p no:cacheprovider html_edition
+
+# A whole class round on a real JupyterHub (classroom/): an instructor and three students as Unix
+# accounts of their own, each with a Jupyter server behind configurable-http-proxy, nbgrader's
+# exchange between them, from release to exported grades. Run as root: the hub starts each
+# account's server as that account. Their servers run in an environment every account can read
+# (HUB_PREFIX, made from the system's Python), with the proxy from npm (classroom/package.json).
+HUB_PREFIX ?= /opt/gpulib-hub
+HUB_PYTHON ?= /usr/bin/python3
+hub-test: $(STAMP)
+	@[ "$$(id -u)" = 0 ] || { echo "make hub-test adds Unix accounts and starts servers as them: run it as root"; exit 1; }
+	cd classroom && npm ci --no-audit --no-fund --loglevel=error
+	test -x $(HUB_PREFIX)/bin/python || $(HUB_PYTHON) -m venv $(HUB_PREFIX)
+	$(HUB_PREFIX)/bin/python -m pip install --quiet --no-compile '.[book,classroom,grader-cpu,hub]' pytest requests
+	cd classroom && HUB_PREFIX=$(HUB_PREFIX) $(HUB_PREFIX)/bin/python -m pytest -p no:cacheprovider -v --tb=short test_hub_round.py
 
 # -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels are Python threads.
 unit: $(STAMP)
