@@ -182,7 +182,7 @@ def hub(tmp_path_factory):
     _as(INSTRUCTOR, course / "nbgrader_config.py", (ROOT / "assignments" / "nbgrader_config.py").read_text())
     _as(INSTRUCTOR, course / "source" / ASSIGNMENT / NOTEBOOK, (ROOT / "assignments" / "source" / ASSIGNMENT / NOTEBOOK).read_text())
     _as(INSTRUCTOR, homes[INSTRUCTOR] / ".jupyter" / "nbgrader_config.py",
-        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\nload_subconfig({str(course / 'nbgrader_config.py')!r})\n")
+        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n")  # nbgrader then reads the course's own
     state = tmp_path_factory.mktemp("hub")
     hub = Hub(state)
     yield hub, homes
