@@ -19,16 +19,20 @@ import csv
 import json
 import os
 import pwd
-import re
 import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the assignments' own test helpers
+from test_assignments_nbgrader import add_cheat_cell  # noqa: E402
+from test_cleanroom import solution_source  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -196,42 +200,19 @@ def _text(source) -> str:
 
 def _answer(released: dict, kind: str, marker: Path) -> dict:
     """The released notebook with a student's answer in each solution cell: the instructor's
-    solution, or with one of the mistakes of `kind` (and for the cheat, an extra cell)."""
-    source = json.loads((ROOT / "assignments" / "source" / ASSIGNMENT / NOTEBOOK).read_text())
-    solutions = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in source["cells"]
-                 if c["metadata"].get("nbgrader", {}).get("solution")}
+    solution, or with one of the mistakes of `kind` (and for the cheat, the cheating cell of
+    tests/test_assignments_nbgrader.py)."""
     nb = json.loads(json.dumps(released))
     for cell in nb["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id in solutions:
-            text = re.sub(r"\n *### (BEGIN|END) SOLUTION", "", solutions[grade_id])
+        if cell["metadata"].get("nbgrader", {}).get("solution"):
+            text = solution_source(ASSIGNMENT, cell["metadata"]["nbgrader"]["grade_id"])
             if kind == "unstable softmax":
                 text = text.replace("            m = max(m, Z[n, c])", "            m = 0.0")
             if kind == "cheats":
                 text = text.replace("Y[n, j] = max(acc, 0.0)", "Y[n, j] = acc")
             cell["source"] = text
     if kind == "cheats":
-        gradebook = Path(pwd.getpwnam(INSTRUCTOR).pw_dir) / "course" / "gradebook.db"
-        patch = ("from gpulib.grading import core\n"
-                 "for m in [grade, core]:\n"
-                 "    for n in dir(m):\n"
-                 "        if n.startswith('check_') or n in ('compare', 'validate'):\n"
-                 "            setattr(m, n, lambda *a, **k: print('통과'))\n"
-                 "import threading, time, sqlite3\n"
-                 "def rewrite():\n"
-                 "    for _ in range(40):\n"
-                 "        try:\n"
-                 f"            open({str(marker)!r}, 'w').write('x')\n"
-                 f"            db = sqlite3.connect({str(gradebook)!r})\n"
-                 "            db.execute('UPDATE grade SET auto_score = 99')\n"
-                 "            db.commit()\n"
-                 "        except Exception:\n"
-                 "            pass\n"
-                 "        time.sleep(0.25)\n"
-                 "threading.Thread(target=rewrite).start()\n")
-        first_test = next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade"))
-        nb["cells"].insert(first_test, {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                                        "source": patch})
+        add_cheat_cell(nb["cells"], marker, Path(pwd.getpwnam(INSTRUCTOR).pw_dir) / "course" / "gradebook.db")
     return nb
 
 

@@ -88,14 +88,12 @@ def _hang(assignment, nb):
     return {"16_1_mlp": 6, "16_5_cudnn": 4}[assignment]
 
 
-def _cheat(assignment, nb, course):
-    """A submission that cheats three ways and solves nothing: an extra cell of its own patches
-    every check it can reach (the student's run then prints only passes), another starts a
-    thread that rewrites the gradebook's scores and leaves a file beside it, and each solution
-    cell holds a wrong answer. Every point of it is lost."""
+def add_cheat_cell(cells: list, marker: Path, gradebook: Path) -> None:
+    """Inserts, before the first test cell, a cell that patches every check it can reach (the
+    student's run then prints only passes) and starts a thread that rewrites the gradebook's
+    scores and leaves the file ``marker``."""
     import nbformat
 
-    gradebook = course / "gradebook.db"
     patch = ("from gpulib.grading import core\nimport gpulib.grading\n"
              "for m in [grade, core]:\n"
              "    for n in dir(m):\n"
@@ -105,7 +103,7 @@ def _cheat(assignment, nb, course):
              "def rewrite():\n"
              "    for _ in range(40):\n"
              "        try:\n"
-             f"            open({str(course / 'HACKED')!r}, 'w').write('x')\n"
+             f"            open({str(marker)!r}, 'w').write('x')\n"
              f"            db = sqlite3.connect({str(gradebook)!r})\n"
              "            db.execute('UPDATE grade SET auto_score = 99')\n"
              "            db.commit()\n"
@@ -113,14 +111,19 @@ def _cheat(assignment, nb, course):
              "            pass\n"
              "        time.sleep(0.25)\n"
              "threading.Thread(target=rewrite).start()\n")
+    first_test = next(i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade"))
+    cells.insert(first_test, nbformat.v4.new_code_cell(patch))
+
+
+def _cheat(assignment, nb, course):
+    """A submission that cheats three ways and solves nothing: the cheating cell above, and
+    each solution cell holding a wrong answer. Every point of it is lost."""
     wrong = {"16_1_mlp": ("Y[n, j] = max(acc, 0.0)", "Y[n, j] = acc"), "16_5_cudnn": ("AT @ (U * V) @ AT.T", "AT @ (U @ V) @ AT.T")}
-    cells = nb["cells"]
-    for c in cells:
+    for c in nb["cells"]:
         src = "".join(c["source"])
         if wrong[assignment][0] in src:
             c["source"] = src.replace(*wrong[assignment])
-    first_test = next(i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade"))
-    cells.insert(first_test, nbformat.v4.new_code_cell(patch))
+    add_cheat_cell(nb["cells"], course / "HACKED", course / "gradebook.db")
     return nb
 
 

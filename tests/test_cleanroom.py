@@ -29,7 +29,8 @@ def _notebook(assignment):
     return json.loads((SOURCE / assignment / f"{assignment}.ipynb").read_text())
 
 
-def _solution(assignment, grade_id):
+def solution_source(assignment, grade_id):
+    """The instructor's solution of one exercise as a student would write it (no markers)."""
     import re
 
     for cell in _notebook(assignment)["cells"]:
@@ -106,14 +107,14 @@ def dense_forward_kernel(X, W, b, Y):
 ENVIRONMENT = '''
 import os
 GRADING = os.environ.get("NBGRADER_EXECUTION")  # tell the hidden run from the student's
-''' + _solution("16_1_mlp", "dense_backward_kernels")
+''' + solution_source("16_1_mlp", "dense_backward_kernels")
 REFERENCE = '''
 from gpulib import reference
 
 def softmax_xent_kernel(Z, labels, P, loss):
     P[...], loss[...] = reference.softmax_cross_entropy(Z, labels)[::-1]
 '''
-WINOGRAD_BY_DEFINITION = _solution("16_5_cudnn", "winograd_tile").replace(
+WINOGRAD_BY_DEFINITION = solution_source("16_5_cudnn", "winograd_tile").replace(
     "    Y = AT @ (U * V) @ AT.T\n",
     "    Y = np.array([[(d[i:i + 3, j:j + 3] * g).sum() for j in range(2)] for i in range(2)])\n")
 CHOOSE_BY_NAME = '''
@@ -121,10 +122,10 @@ def choose(candidates, X, W, Y_ref, timer):
     right = [name for name, c in candidates.items() if c.run.__name__ == "_conv"]
     return min(right, key=lambda name: candidates[name].seconds)
 '''
-GLOBAL_FRAGMENTS = _solution("16_5_cudnn", "tc_gemm_kernel").replace(
+GLOBAL_FRAGMENTS = solution_source("16_5_cudnn", "tc_gemm_kernel").replace(
     "        wmma.load_a_shared(a, a_tile, 0, 0)\n", "        wmma.load_a_shared(a, a_tile, 0, 0)\n"
     "        if k0 + 16 <= K:\n            wmma.load_a(a, A, row, k0)\n")
-ONE_THREAD_LOADS_THE_TILE = _solution("16_3_tiled_conv", "conv_tiled_kernel").replace(
+ONE_THREAD_LOADS_THE_TILE = solution_source("16_3_tiled_conv", "conv_tiled_kernel").replace(
     "        for i in range(ty * TILE + tx, IN_TILE * IN_TILE, TILE * TILE):",
     "        for i in range(0, IN_TILE * IN_TILE if ty * TILE + tx == 0 else 0):")
 DIRECT_ONE_THREAD = '''
@@ -174,18 +175,18 @@ def gemm_rowmajor(W_buf, ld_w, X_buf, ld_x, Y_buf, ld_y, K, CRS, NP):
     Y_buf.reshape(K, ld_y)[:, :NP] = W @ X
     sgemm("N", "N", NP, K, CRS, 0.0, X_buf, ld_x, W_buf, ld_w, 1.0, Y_buf, ld_y)
 '''
-X_COL_PER_CHANNEL = _solution("16_4_im2col", "implicit_gemm").replace(
+X_COL_PER_CHANNEL = solution_source("16_4_im2col", "implicit_gemm").replace(
     "    grid, block = grade.implicit_gemm_grid(K, N * Ho * Wo)\n",
     "    pieces = [np.zeros((R * S, N * Ho * Wo), np.float32) for c in range(C)]\n"
     "    grid, block = grade.implicit_gemm_grid(K, N * Ho * Wo)\n")
-SGEMM = _solution("16_4_im2col", "sgemm_kernel")
+SGEMM = solution_source("16_4_im2col", "sgemm_kernel")
 SGEMM_ONE_THREAD_LOADS = SGEMM.replace(
     "        for e in range(tid, BM * BK, 256):", "        for e in range(0, BM * BK if tid == 0 else 0):").replace(
     "        for e in range(tid, BK * BN, 256):", "        for e in range(0, BK * BN if tid == 0 else 0):")
 SGEMM_FROM_GLOBAL = SGEMM.replace(
     "                a[i] = As[kk, ty + 16 * i]", "                a[i] = A[row0 + ty + 16 * i, k0 + kk] if row0 + ty + 16 * i < M and k0 + kk < K else 0.0").replace(
     "                b[j] = Bs[kk, tx + 16 * j]", "                b[j] = B[k0 + kk, col0 + tx + 16 * j] if k0 + kk < K and col0 + tx + 16 * j < N else 0.0")
-UNTILED_IMPLICIT = _solution("16_4_im2col", "implicit_gemm").split("    # 대략 25줄")[0] + \
+UNTILED_IMPLICIT = solution_source("16_4_im2col", "implicit_gemm").split("    # 대략 25줄")[0] + \
     """    CRS = C * R * S
     if k < K and j < N * Ho * Wo:
         n, y, x = j // (Ho * Wo), (j // Wo) % Ho, j % Wo
@@ -196,7 +197,7 @@ UNTILED_IMPLICIT = _solution("16_4_im2col", "implicit_gemm").split("    # 대략
             if 0 <= h < H and 0 <= w < Wd:
                 acc += W[k, c, r, s] * X[n, c, h, w]
         Y[n, k, y, x] = acc
-""" + "\n\ndef conv2d_implicit" + _solution("16_4_im2col", "implicit_gemm").split("\n\ndef conv2d_implicit")[1]
+""" + "\n\ndef conv2d_implicit" + solution_source("16_4_im2col", "implicit_gemm").split("\n\ndef conv2d_implicit")[1]
 
 CHEATS = [
     ("16_1_mlp", {"dense_forward_kernel": HOST_NUMPY, "dense_backward_kernels": NUMPY_IN_KERNEL,
@@ -258,7 +259,7 @@ def dense_forward_kernel(X, W, b, Y):
                 acc += W[j, i] * X[n, i]
             Y[n, j] = max(acc + b[j], 0.0)
 '''
-TILE_BY_ROWS = _solution("16_3_tiled_conv", "conv_tiled_kernel").replace(
+TILE_BY_ROWS = solution_source("16_3_tiled_conv", "conv_tiled_kernel").replace(
     "        for i in range(ty * TILE + tx, IN_TILE * IN_TILE, TILE * TILE):\n"
     "            h, w = y0 + i // IN_TILE, x0 + i % IN_TILE\n"
     "            if h < X.shape[2] and w < X.shape[3]:\n"
@@ -267,11 +268,11 @@ TILE_BY_ROWS = _solution("16_3_tiled_conv", "conv_tiled_kernel").replace(
     "            for dx in range(tx, IN_TILE, TILE):\n"
     "                if y0 + dy < X.shape[2] and x0 + dx < X.shape[3]:\n"
     "                    tile[dy, dx] = X[n, c, y0 + dy, x0 + dx]\n")
-WARNING_TUNER = _solution("16_5_cudnn", "choose").replace(
+WARNING_TUNER = solution_source("16_5_cudnn", "choose").replace(
     "        if c.supports(X.shape, W.shape):\n            continue\n",
     "        if c.supports(X.shape, W.shape):\n            warnings.warn(f'{name}: ' + c.supports(X.shape, W.shape))\n"
     "            continue\n").replace("def choose(", "import warnings\n\n\ndef choose(")
-ZEROING_SCALER = _solution("16_5_cudnn", "loss_scaler").replace(
+ZEROING_SCALER = solution_source("16_5_cudnn", "loss_scaler").replace(
     "            self.scale /= 2\n", "            for g in grads:\n                g[...] = 0.0  # as some frameworks do\n"
     "            self.scale /= 2\n")
 SGEMM_CONTIGUOUS = SGEMM.replace("As = cuda.shared.array((BK, BM), float32)", "As = cuda.shared.array((BM, BK), float32)").replace(
@@ -281,7 +282,7 @@ SGEMM_CONTIGUOUS = SGEMM.replace("As = cuda.shared.array((BK, BM), float32)", "A
     "                C[row0 + ty + 16 * i, col0 + tx + 16 * j] = acc[i, j]",
     "            if row0 + ty * TM + i < M and col0 + tx * TN + j < N:\n"
     "                C[row0 + ty * TM + i, col0 + tx * TN + j] = acc[i, j]")
-IMPLICIT_BY_TAPS = _solution("16_4_im2col", "implicit_gemm").replace(
+IMPLICIT_BY_TAPS = solution_source("16_4_im2col", "implicit_gemm").replace(
     "        for t in range(T):\n            acc += Ws[ty, t] * Xs[t, tx]\n",
     "        for t in range(T - 1, -1, -1):\n            acc += Xs[t, tx] * Ws[ty, t]\n")
 
