@@ -11,7 +11,7 @@ Where things live (a folder per section of the chapter, then one per kind of too
                           Winograd, FFT), their shape rules, the algorithm registry, the auto-tuner
     gpulib/gemm/          16.4: GEMM kernels (naive, shared tiles, register-blocked) and cuBLAS
     gpulib/tensorcore/    16.5: WMMA from Numba (inline PTX / emulation), tensor-core GEMM and conv
-    gpulib/summary/       16.6: the whole book in one model (BookCNN), a kernel profiler, a memory
+    gpulib/playbook/       16.6: the whole book in one model (BookCNN), a kernel profiler, a memory
                           estimator, the roofline, tree reductions (softmax, dW, db)
     gpulib/conv/cuda_c/   16.3-16.4 in CUDA C (direct conv, im2col), compiled by CuPy on a GPU
     gpulib/precision.py   16.5: fp32 / tf32 / fp16 / bf16 emulated, loss scaling

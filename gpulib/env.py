@@ -74,7 +74,7 @@ def report() -> None:
 
 def setup_book() -> None:
     """The first call of every notebook: Korean labels in figures, then the backend report."""
-    from gpulib.figures.style import use_korean_font
+    from gpulib.style import use_korean_font
 
     if not use_korean_font():
         print("note: koreanize-matplotlib is not installed, so Korean labels in figures may not render")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.conv.shapes import conv_output_size
+from gpulib.shapes import conv_output_size
 
 ACTIVATIONS = ("identity", "relu", "sigmoid", "tanh")
 

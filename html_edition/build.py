@@ -116,8 +116,8 @@ def _mathjax_dir() -> Path:
 
 
 def _korean_fonts() -> list[Path]:
-    """NanumGothic regular and bold: the font the figures use (gpulib.figures.style)."""
-    from gpulib.figures.style import korean_font_path
+    """NanumGothic regular and bold: the font the figures use (gpulib.style)."""
+    from gpulib.style import korean_font_path
 
     regular = korean_font_path()
     if regular is None:

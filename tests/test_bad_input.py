@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 import gpulib
 from gpulib import cnn, gemm, mlp
 from gpulib.conv import algorithms, autotune, direct, fft, im2col, implicit_gemm, winograd
-from gpulib.tensorcore import conv as tc_conv
-from gpulib.tensorcore import gemm as tc_gemm
+from gpulib.conv import tensorcore as tc_conv
+from gpulib.gemm import tensorcore as tc_gemm
 
 pytestmark = pytest.mark.skipif(not gpulib.on_simulator(), reason="launches are counted on the simulator")
 

@@ -7,8 +7,8 @@ matplotlib.use("Agg")
 
 import gpulib  # noqa: E402
 from gpulib.bench import conv_direct as bench  # noqa: E402
-from gpulib.bench.layers import LAYER  # noqa: E402
-from gpulib.figures.style import use_korean_font  # noqa: E402
+from gpulib.book_layers import LAYER  # noqa: E402
+from gpulib.style import use_korean_font  # noqa: E402
 
 
 def test_stored_results_name_device_date_and_every_rung():

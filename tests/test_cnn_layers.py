@@ -150,7 +150,7 @@ def test_the_16_2_figures_draw(rng):
     import matplotlib.pyplot as plt
 
     from gpulib.figures import cnn_components as F
-    from gpulib.figures.style import use_korean_font
+    from gpulib.style import use_korean_font
 
     use_korean_font()
     X, W = rng.standard_normal((1, 3, 6, 6)), rng.standard_normal((2, 3, 3, 3))

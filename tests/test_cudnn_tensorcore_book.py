@@ -8,7 +8,7 @@ import pytest
 import gpulib
 from gpulib.bench import cudnn_engines
 from gpulib.bench import cudnn_tensorcore as bench
-from gpulib.bench.layers import LAYERS
+from gpulib.book_layers import LAYERS
 from gpulib.conv.algorithms import ALGORITHMS
 
 

@@ -1,13 +1,13 @@
 """16.6: a training step recorded once and replayed, and a launch bound once per layout
-(gpulib/summary/replay.py)."""
+(gpulib/playbook/replay.py)."""
 
 import numpy as np
 import pytest
 
 from gpulib.env import cuda, on_gpu
 from gpulib.gemm import api
-from gpulib.summary.model import BookCNN
-from gpulib.summary.replay import BoundLaunch, RecordingError, ReplayedStep, record
+from gpulib.cnn.book_model import BookCNN
+from gpulib.playbook.replay import BoundLaunch, RecordingError, ReplayedStep, record
 
 
 @cuda.jit
@@ -127,7 +127,7 @@ def test_a_bound_launch_takes_new_arrays_and_scalars_and_rebinds_on_a_new_layout
 def test_the_profiler_and_a_recording_see_every_call_of_a_bound_launch(rng):
     """A bound launch's calls after the first skip Numba's launch on a GPU; the profiler still
     times each, and a recording still names it, keeps its arrays and replays it."""
-    from gpulib.summary.profile import Profiler
+    from gpulib.playbook.profile import Profiler
 
     launch = BoundLaunch(_scaled_copy, 1, 32)
     src = cuda.to_device(rng.standard_normal(8).astype(np.float32))

@@ -9,13 +9,13 @@ import pytest
 import gpulib
 from gpulib import reference as ref
 from gpulib.bench import measure as M
-from gpulib.bench import summary as bench
+from gpulib.bench import book_model as bench
 from gpulib.cnn import layers as CL
 from gpulib.conv import cuda_c, direct
-from gpulib.summary import memory, patterns, roofline
-from gpulib.summary.model import BookCNN, reference_grads, reference_loss
-from gpulib.summary.profile import Profiler
-from gpulib.summary.softmax import softmax_rows
+from gpulib.playbook import memory, patterns, roofline
+from gpulib.cnn.book_model import BookCNN, reference_grads, reference_loss
+from gpulib.playbook.profile import Profiler
+from gpulib.reductions.softmax import softmax_rows
 
 
 def _batch(rng, n):

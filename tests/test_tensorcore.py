@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpulib
-from gpulib.tensorcore import gemm as T
+from gpulib.gemm import tensorcore as T
 from conftest import MAX_EXAMPLES
 from test_conv_direct import conv_cases, make
 
@@ -44,7 +44,7 @@ def test_mismatched_shapes_are_a_value_error():
 @given(case=conv_cases())
 def test_tensor_core_conv_is_the_fp16_convolution(version, case):
     from gpulib import reference as ref
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     X, W, b = make(case)
     p, s = case["padding"], case["stride"]
@@ -57,7 +57,7 @@ def test_nhwc_conv_kernel_writes_every_output_over_several_blocks_and_steps(rng)
     """Version 2's own NHWC output (poisoned), 2 blocks of pixels x 2 of filters, R·S·C = 5·5·8 =
     200 = 6.25 steps of 32, C = 5 padded to 8, K = 70 padded to 80, stride 2."""
     from gpulib import reference as ref
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     X = rng.standard_normal((2, 5, 21, 17)).astype(np.float32)
     W = rng.standard_normal((70, 5, 5, 5)).astype(np.float32)
@@ -80,7 +80,7 @@ def test_nhwc_conv_kernel_writes_every_output_over_several_blocks_and_steps(rng)
 def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
     """Version 2's operands and output conversion, made on the device, against the same
     layouts built with NumPy: fp16 values, channels and filters padded with zeros."""
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     X = rng.standard_normal((2, 5, 4, 3)).astype(np.float32)  # C = 5 -> 8
     W = rng.standard_normal((6, 5, 3, 2)).astype(np.float32)  # K = 6 -> 16
@@ -106,7 +106,7 @@ def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
 def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypatch):
     from gpulib import arrays
     from gpulib import reference as ref
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     def no_host(*args, **kwargs):
         raise AssertionError("a copy to the host inside conv2d_tc")
@@ -124,7 +124,7 @@ def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypa
 
 
 def test_unknown_conv_version_is_a_value_error():
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     with pytest.raises(ValueError, match="unknown version"):
         TC.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
@@ -145,8 +145,8 @@ def test_the_kernel_uses_tensor_core_instructions():
 
 def test_benchmark_layers_are_valid_and_measuring_needs_a_gpu():
     from gpulib.bench import cudnn_tensorcore as bench
-    from gpulib.bench.layers import LAYERS
-    from gpulib.conv.shapes import check_conv_inputs
+    from gpulib.book_layers import LAYERS
+    from gpulib.shapes import check_conv_inputs
 
     for L in LAYERS.values():
         X = np.empty((1, L["C"], L["H"], L["W"]), np.float32)
@@ -204,7 +204,7 @@ def test_tensor_core_figures_draw():
     import matplotlib.pyplot as plt
 
     from gpulib.figures import tensor_cores
-    from gpulib.figures.style import use_korean_font
+    from gpulib.style import use_korean_font
 
     use_korean_font()
     for fig in (tensor_cores.fragment_layout(), tensor_cores.pipeline(), tensor_cores.tap_boxes()):

@@ -135,7 +135,7 @@ def test_tile_explorer_counts_come_from_the_trace(monkeypatch):
     import matplotlib
     matplotlib.use("Agg")
     from gpulib.figures.tiling_explorer import TileExplorer, traced_layer
-    from gpulib.figures.style import use_korean_font
+    from gpulib.style import use_korean_font
     use_korean_font()
 
     t1, layer = traced_layer("v1", 4)

@@ -8,7 +8,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from gpulib.figures.style import use_korean_font  # noqa: E402
+from gpulib.style import use_korean_font  # noqa: E402
 
 assert use_korean_font(), "the NanumGothic font of koreanize-matplotlib should be installed"
 

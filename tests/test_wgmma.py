@@ -7,7 +7,7 @@ import pytest
 
 import gpulib
 from gpulib.env import cuda
-from gpulib.tensorcore import gemm as T
+from gpulib.gemm import tensorcore as T
 from gpulib.tensorcore import smem_layout, wgmma
 
 
@@ -233,7 +233,7 @@ def test_wgmma_conv_is_the_fp16_convolution(rng, padding, stride):
     """Conv v3: C = 5 padded to 8, R·S·C8 = 72 or 200 (ragged 64-deep steps, several (r, s) per
     step), K = 70 over two blocks of 64 filters, 2 images; its own NHWC output poisoned."""
     from gpulib import reference as ref
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     R = 3 if stride == 1 else 5
     X = rng.standard_normal((2, 5, 9, 8)).astype(np.float32)
@@ -259,7 +259,7 @@ def test_tma_conv_is_the_fp16_convolution(rng, shape):
     """Conv v4: every tap's box of X moved by (r - padding, s - padding), zeros where it leaves
     the image; its own NHWC output poisoned, so a pixel or filter left unwritten fails."""
     from gpulib import reference as ref
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     N, C, H, Wd, K, R, padding = shape
     X = rng.standard_normal((N, C, H, Wd)).astype(np.float32)
@@ -274,7 +274,7 @@ def test_tma_conv_is_the_fp16_convolution(rng, shape):
 
 
 def test_tma_conv_patches_and_refusals():
-    from gpulib.tensorcore import conv as TC
+    from gpulib.conv import tensorcore as TC
 
     assert TC.pixel_tile(56, 56) == (2, 64)  # every width leaves 448 pixels over: the widest
     assert TC.pixel_tile(20, 40) == (8, 16)  # 3 x 3 patches, 352 pixels over (the fewest)

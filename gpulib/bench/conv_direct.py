@@ -8,7 +8,7 @@ GPU and ``load`` elsewhere, and ``plot`` either way.
 from __future__ import annotations
 
 from gpulib.bench import measure as M
-from gpulib.bench.layers import LAYER, describe, flop, layer_inputs
+from gpulib.book_layers import LAYER, describe, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv.direct import conv2d_direct
 from gpulib.env import cuda

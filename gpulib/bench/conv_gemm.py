@@ -25,7 +25,7 @@ import numpy as np
 from gpulib import reference as ref
 from gpulib.arrays import to_host
 from gpulib.bench import measure as M
-from gpulib.bench.layers import LAYER, describe, flop, layer_inputs
+from gpulib.book_layers import LAYER, describe, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv.direct import conv2d_direct
 from gpulib.conv.im2col import conv2d_im2col, im2col

@@ -36,15 +36,15 @@ import numpy as np
 from gpulib.arrays import blocks
 from gpulib.bench import cudnn_engines
 from gpulib.bench import measure as M
-from gpulib.bench.layers import LAYER, LAYERS, describe, flop, layer_inputs
+from gpulib.book_layers import LAYER, LAYERS, describe, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv import autotune
 from gpulib.conv.algorithms import ALGORITHMS
 from gpulib.conv.implicit_gemm import row_table
 from gpulib.env import cuda
 from gpulib.gemm.kernels import block_threads
-from gpulib.tensorcore import conv as TC
-from gpulib.tensorcore import gemm as TG
+from gpulib.conv import tensorcore as TC
+from gpulib.gemm import tensorcore as TG
 from gpulib.timing import benchmark
 
 RESULTS = M.RESULTS_DIR / "cudnn_tensorcore.json"

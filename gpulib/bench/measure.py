@@ -124,7 +124,7 @@ def checked_row(name: str, run, want, *, out=None, view=None, flop: float | None
 def graph_ms(call, repeat: int = 20) -> float:
     """Median ms of ``call``'s kernels replayed as one CUDA graph (16.6's record()): the GPU's time
     without the Python launch cost that a per-call event pair also catches for a short kernel."""
-    from gpulib.summary.replay import record
+    from gpulib.playbook.replay import record
 
     call()
     with record() as recording:

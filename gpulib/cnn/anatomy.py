@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.conv.shapes import conv_output_size
+from gpulib.shapes import conv_output_size
 
 
 def receptive_field(layers) -> list[dict]:

@@ -12,9 +12,9 @@ import numpy as np
 from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, outputs, require, require_int, to_device, to_host
 from gpulib.cnn import kernels
 from gpulib.conv import algorithms
-from gpulib.conv.shapes import check_conv_inputs
+from gpulib.shapes import check_conv_inputs
 from gpulib.env import sized
-from gpulib.summary import reductions as trees
+from gpulib.reductions import tree as trees
 
 BLOCK_1D = 128
 TILE = 16
@@ -53,7 +53,7 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     col2im) uses it; the others take the direct one, one thread per element of dX and of dW
     (gpulib/cnn/kernels.py), as cuDNN's forward and backward algorithms are chosen apart.
     ``reduction`` says how those direct kernels sum dW and db: "thread" (one thread per sum,
-    16.2) or "tree" (a block per sum, gpulib/summary/reductions.py); ``default_reduction()``
+    16.2) or "tree" (a block per sum, gpulib/reductions/tree.py); ``default_reduction()``
     when None.
     """
     reduction = reduction or default_reduction()

@@ -14,6 +14,6 @@
 
 Every convolution takes ``(X, W, b=None, padding=0, stride=1, *, out=None, ...)`` with X [N, C,
 H, W], W [K, C, R, S], b [K], and returns Y [N, K, H', W'] on the device. The tensor-core
-convolution is in gpulib/tensorcore/conv.py; measuring is in gpulib/bench/, drawing in
+convolution is in gpulib/conv/tensorcore.py; measuring is in gpulib/bench/, drawing in
 gpulib/figures/. This package imports nothing at its own import: import the module you need.
 """

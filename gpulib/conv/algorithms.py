@@ -34,8 +34,8 @@ from functools import partial
 from typing import Callable
 
 from gpulib.conv import direct, fft, im2col, implicit_gemm, winograd
-from gpulib.conv.shapes import check_conv_inputs, output_shape
-from gpulib.tensorcore import conv as tensorcore_conv
+from gpulib.shapes import check_conv_inputs, output_shape
+from gpulib.conv import tensorcore as tensorcore_conv
 
 
 @dataclass(frozen=True)

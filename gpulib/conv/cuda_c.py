@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulib.arrays import MAX_GRID_Z, blocks, output, require, require_int, to_device
-from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
+from gpulib.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import on_gpu
 
 SOURCE_DIR = Path(__file__).resolve().parent / "cuda_c"

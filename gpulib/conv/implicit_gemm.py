@@ -29,7 +29,7 @@ import numpy as np
 from numba import cuda, float32, int32, uint32
 
 from gpulib.arrays import blocks, output, require, to_device, to_host
-from gpulib.conv.shapes import bias_or_zeros, check_conv_inputs
+from gpulib.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import sized
 from gpulib.gemm.kernels import check_tile
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib.cnn import anatomy
-from gpulib.conv.shapes import conv_output_size
+from gpulib.shapes import conv_output_size
 
 
 def padding_stride(H: int = 5, R: int = 3, cases=((0, 1), (1, 1), (1, 2), (0, 2))):

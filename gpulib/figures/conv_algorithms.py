@@ -5,7 +5,7 @@ algorithms' own formulas (``costs``)."""
 
 from __future__ import annotations
 
-from gpulib.bench.layers import LAYER, shapes
+from gpulib.book_layers import LAYER, shapes
 from gpulib.conv.algorithms import of_precision
 
 

@@ -14,8 +14,8 @@ import numpy as np
 
 from gpulib import reference as ref
 from gpulib.conv.im2col import im2col
-from gpulib.conv.shapes import conv_output_size
-from gpulib.figures.style import png_bytes
+from gpulib.shapes import conv_output_size
+from gpulib.style import png_bytes
 from gpulib.gemm import matmul
 
 

@@ -12,8 +12,8 @@ from functools import lru_cache
 import numpy as np
 
 from gpulib.conv import direct
-from gpulib.conv.shapes import conv_output_size
-from gpulib.figures.style import png_bytes
+from gpulib.shapes import conv_output_size
+from gpulib.style import png_bytes
 from gpulib.trace import trace
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.conv.shapes import conv_output_size
+from gpulib.shapes import conv_output_size
 from gpulib.env import sized
 from gpulib.grading import core
 from gpulib.grading.core import Mistake

@@ -134,7 +134,7 @@ def picture(counts: np.ndarray, title: str):
             return
         import matplotlib.pyplot as plt
 
-        from gpulib.figures.style import use_korean_font
+        from gpulib.style import use_korean_font
     except ImportError:
         return
     use_korean_font()

@@ -16,7 +16,7 @@ from numba import float32
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.conv.shapes import output_shape
+from gpulib.shapes import output_shape
 from gpulib.env import cuda, sized
 from gpulib.grading import core
 

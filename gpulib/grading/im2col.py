@@ -13,7 +13,7 @@ from numba import float32
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.conv.shapes import conv_output_size, output_shape
+from gpulib.shapes import conv_output_size, output_shape
 from gpulib.env import cuda, sized
 from gpulib.gemm import colmajor
 from gpulib.grading import core

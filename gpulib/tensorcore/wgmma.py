@@ -375,10 +375,10 @@ def launch(kernel, grid, block, shared_bytes: int, *args) -> None:
     """``kernel[grid, block, 0, shared_bytes](*args)`` with dynamic shared memory past the 48 KiB a
     kernel gets by default: on a GPU the compiled kernel is first allowed ``shared_bytes``
     (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per compiled specialization. The
-    launch is bound (gpulib.summary.replay.BoundLaunch): a call with the same grid and argument
+    launch is bound (gpulib.playbook.replay.BoundLaunch): a call with the same grid and argument
     layout as before skips Numba's typing, about 20 µs of Python that a 30 µs kernel would
     otherwise wait for. RuntimeError on a GPU without wgmma, before anything is compiled."""
-    from gpulib.summary.replay import BoundLaunch
+    from gpulib.playbook.replay import BoundLaunch
 
     reason = unsupported_device()
     if reason:

@@ -9,7 +9,7 @@ the measured peak, the debugging playbook's measurements, and im2col's real bott
     limits      the datasheet's and the measured limits: fp32 FMA (a Numba kernel of
                 independent FMA chains), HBM bandwidth (a copy kernel), TF32/fp16/bf16 tensor
                 cores (cuBLAS through PyTorch, 8192³)
-    memory      the estimator (gpulib/summary/memory.py) against the peak device memory of one
+    memory      the estimator (gpulib/playbook/memory.py) against the peak device memory of one
                 training step at several batch sizes and three configurations
     playbook    PyTorch's cuDNN: NCHW against NHWC, channels that are and are not multiples of 8
                 on the tensor cores, default TF32, cudnn.benchmark, and Python's launch cost
@@ -22,7 +22,7 @@ the measured peak, the debugging playbook's measurements, and im2col's real bott
                 the same weights: gpulib eager, the step recorded once and replayed (launches,
                 and one CUDA graph), and PyTorch
 
-``benchmarks/summary.py`` is the command line; results go to benchmarks/results/summary.json.
+``benchmarks/book_model.py`` is the command line; results go to benchmarks/results/book_model.json.
 """
 
 from __future__ import annotations
@@ -36,21 +36,21 @@ import numpy as np
 
 from gpulib import reference as ref
 from gpulib.bench import measure as M
-from gpulib.bench.layers import LAYER, flop, layer_inputs
+from gpulib.book_layers import LAYER, flop, layer_inputs
 from gpulib.check import poisoned, validate
 from gpulib.conv import autotune, cuda_c
 from gpulib.conv import im2col as I
 from gpulib.data import load_digits
 from gpulib.env import cuda
 from gpulib.mlp.train import train
-from gpulib.summary import memory, roofline
-from gpulib.summary.model import NO_PROFILER, BookCNN, reference_grads
-from gpulib.summary.profile import Profiler, used_bytes
-from gpulib.summary.replay import ReplayedStep
-from gpulib.summary.softmax import softmax_rows
+from gpulib.playbook import memory, roofline
+from gpulib.cnn.book_model import NO_PROFILER, BookCNN, reference_grads
+from gpulib.playbook.profile import Profiler, used_bytes
+from gpulib.playbook.replay import ReplayedStep
+from gpulib.reductions.softmax import softmax_rows
 from gpulib.timing import benchmark
 
-RESULTS = M.RESULTS_DIR / "summary.json"
+RESULTS = M.RESULTS_DIR / "book_model.json"
 CHANNELS = (16, 32)
 TRAIN = dict(epochs=30, batch=64, lr=0.1, seed=0)
 MEMORY_BATCHES = (1024, 4096, 16384)
@@ -481,7 +481,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         cuda.synchronize()
         torch.cuda.synchronize()
 
-    # the same step recorded once and replayed (gpulib/summary/replay.py), as launches and as one
+    # the same step recorded once and replayed (gpulib/playbook/replay.py), as launches and as one
     # CUDA graph; first three steps each from the same weights, which must end equal
     steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS)}
     replayed = {"replayed": ReplayedStep(steps["replayed"], batch, lr),
@@ -529,7 +529,7 @@ EXTRA_PARTS = ("pytorch",)
 
 
 def measure_part(part: str, repeat: int = 20) -> dict:
-    """One part of ``measure`` alone (``benchmarks/summary.py --part NAME --save``), carrying its
+    """One part of ``measure`` alone (``benchmarks/book_model.py --part NAME --save``), carrying its
     own device and date, since the stored results around it may come from another run."""
     if part not in PARTS + EXTRA_PARTS:
         raise ValueError(f"unknown part {part!r}; choose one of {PARTS + EXTRA_PARTS}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.conv.shapes import output_shape as shapes_output_shape
+from gpulib.shapes import output_shape as shapes_output_shape
 
 # 16.3's layer: a middle layer of a ResNet-like network, measured in 16.3, 16.4 and 16.5
 LAYER = dict(N=32, C=64, H=56, W=56, K=64, R=3, S=3, padding=1, stride=1)

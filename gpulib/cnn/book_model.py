@@ -7,7 +7,7 @@ Every operation, forward and backward, is a gpulib kernel: the convolutions run 
 algorithm of gpulib/conv/algorithms.py that the auto-tuner picks for each layer ("auto"), or
 on one named per layer; the second convolution's backward pass also gives dX, the gradient
 the first layer needs. Each operation runs inside ``self.profiler.op(name)`` so that a
-``gpulib.summary.profile.Profiler`` can say what it cost.
+``gpulib.playbook.profile.Profiler`` can say what it cost.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class BookCNN:
         """Each sample's loss and the six gradients, all left on the device: X is a device batch
         [N, C, H, W] and labels device int32 [N], both checked already (``loss_and_grads`` checks
         them). Nothing here copies between host and device, so a recording of it
-        (gpulib/summary/replay.py) repeats the whole step."""
+        (gpulib/playbook/replay.py) repeats the whole step."""
         op = self.profiler.op
         t = self.forward(X)
         W1, _, W2, _, Wf, _ = self.params

@@ -222,7 +222,7 @@ def record():
 
 def launch_prepared(name: str, grid, block, args, stream, config, kernel, values) -> None:
     """Where a ``BoundLaunch``'s prepared call goes to cuda.core. Its own launches bypass Numba's
-    launch, which the profiler (gpulib/summary/profile.py) and ``record()`` wrap; they wrap this
+    launch, which the profiler (gpulib/playbook/profile.py) and ``record()`` wrap; they wrap this
     one function too, so that a bound launch is timed like any other, and a recording names it
     and keeps its arrays (``args``) alive."""
     from numba.cuda import dispatcher

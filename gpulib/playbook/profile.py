@@ -21,7 +21,7 @@ operation's ``ms`` is the sum of its launches; ``wall_ms`` is its time on the ho
 
 ``memory=True`` also samples the device memory in use (the driver's total minus free) after
 every launch and operation, first freeing what Numba has queued for deallocation (it frees in
-batches), so the peak is that of the arrays alive, the quantity gpulib.summary.memory estimates.
+batches), so the peak is that of the arrays alive, the quantity gpulib.playbook.memory estimates.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 
 from gpulib.env import cuda, on_gpu
-from gpulib.summary.patterns import pattern_of
+from gpulib.playbook.patterns import pattern_of
 
 SPIN_US = 200  # longer than Python needs to launch a kernel and record two events
 
@@ -170,7 +170,7 @@ class Profiler:
             _LaunchConfiguration.__call__ = timed_launch
             self._undo.append(lambda: setattr(_LaunchConfiguration, "__call__", launch))
 
-            from gpulib.summary import replay  # a bound launch (16.5's Winograd F(4x4)) skips Numba's launch
+            from gpulib.playbook import replay  # a bound launch (16.5's Winograd F(4x4)) skips Numba's launch
 
             prepared = replay.launch_prepared
 

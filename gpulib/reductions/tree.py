@@ -1,7 +1,7 @@
 """16.6: the reductions the profiler found, rewritten as shared-memory trees.
 
 Profiling one training step of the book's model at a large batch (benchmarks/results/
-summary.json, "breakdown") puts almost all of its time in two kernels of 16.2:
+book_model.json, "breakdown") puts almost all of its time in two kernels of 16.2:
 ``conv2d_bias_grad_kernel`` (one thread per output channel sums N·H'·W' values) and
 ``conv2d_weight_grad_kernel`` (one thread per weight sums as many products). Both are
 reductions with far too few threads: 32 threads for 32 channels cannot use a GPU of 132

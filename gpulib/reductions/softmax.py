@@ -20,7 +20,7 @@ import numpy as np
 from numba import cuda, float32
 
 from gpulib.arrays import output, require, to_device
-from gpulib.summary.reductions import BLOCK, block_reduce
+from gpulib.reductions.tree import BLOCK, block_reduce
 
 
 @cuda.jit

@@ -1,10 +1,10 @@
-"""16.6's figures, drawn from benchmarks/results/summary.json and the other stored results."""
+"""16.6's figures, drawn from benchmarks/results/book_model.json and the other stored results."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from gpulib.summary import roofline as R
+from gpulib.playbook import roofline as R
 
 SECTION_COLORS = {"16.1": "#4C72B0", "16.2": "#DD8452", "16.3": "#55A868", "16.4": "#C44E52", "16.5": "#8172B3",
                   "16.6": "#937860", "library": "#333333", "": "#999999"}

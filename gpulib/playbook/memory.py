@@ -1,6 +1,6 @@
 """16.6: how much device memory one training step of BookCNN needs, estimated before it runs.
 
-The estimate follows the model's code step by step (gpulib/summary/model.py): what each
+The estimate follows the model's code step by step (gpulib/cnn/book_model.py): what each
 operation allocates and keeps, what it holds only while it runs (a conv algorithm's
 workspace, from gpulib/conv/algorithms.py), and the peak of the sum. Every tensor is float32
 (argmax and labels int32), so a tensor costs 4 bytes per element.
