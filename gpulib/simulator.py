@@ -131,6 +131,22 @@ def install() -> None:
     _accept_alignment()
 
 
+def intercept_launches(watch):
+    """Every kernel launch from Python (not a device function, not a call inside a kernel) goes
+    to ``watch(kernel, args, go)``, which must return ``go()``; returns what undoes it."""
+    from numba.cuda.simulator import kernel as simulator
+
+    call = simulator.FakeCUDAKernel.__call__
+
+    def watched(kernel, *args):
+        if kernel._device or simulator._kernel_context:
+            return call(kernel, *args)
+        return watch(kernel, args, lambda: call(kernel, *args))
+
+    simulator.FakeCUDAKernel.__call__ = watched
+    return lambda: setattr(simulator.FakeCUDAKernel, "__call__", call)
+
+
 def _threaded_run(manager, grid_point, *args) -> None:
     """The simulator's BlockManager.run (one Python thread per CUDA thread; a barrier releases
     its threads once every live thread waits at it; the first exception stops them all), with

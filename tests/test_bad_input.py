@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import gpulib
 from gpulib import cnn, gemm, mlp
-from gpulib.conv import algorithms, autotune, direct, fft, im2col, implicit_gemm, winograd
+from gpulib.conv import algorithms, autotune, direct, front, fft, im2col, implicit_gemm, winograd
 from gpulib.conv import tensorcore as tc_conv
 from gpulib.gemm import tensorcore as tc_gemm
 
@@ -85,7 +85,7 @@ CONVOLUTIONS = {
     "implicit_gemm": implicit_gemm.conv2d_implicit_gemm,
     "implicit_precomp_gemm": implicit_gemm.conv2d_implicit_precomp_gemm, "fft": fft.conv2d_fft,
     "winograd": winograd.conv2d_winograd, "winograd_nonfused": winograd.conv2d_winograd_nonfused,
-    "winograd_f4": winograd.conv2d_winograd_f4, "tensor cores": tc_conv.conv2d_tc, "registry": algorithms.conv2d, "cnn layer": cnn.conv2d_forward,
+    "winograd_f4": winograd.conv2d_winograd_f4, "tensor cores": tc_conv.conv2d_tc, "registry": front.conv2d, "cnn layer": cnn.conv2d_forward,
 }
 for _name, _conv in CONVOLUTIONS.items():
     ENTRY_POINTS[f"conv {_name}"] = (_conv_args, lambda a, conv=_conv: conv(a["X"], a["W"], a["b"], a["padding"],

@@ -7,7 +7,8 @@ import pytest
 from gpulib.env import cuda, on_gpu
 from gpulib.gemm import api
 from gpulib.cnn.book_model import BookCNN
-from gpulib.playbook.replay import BoundLaunch, RecordingError, ReplayedStep, record
+from gpulib.launch import BoundLaunch
+from gpulib.playbook.replay import RecordingError, ReplayedStep, record
 
 
 @cuda.jit

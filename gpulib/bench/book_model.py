@@ -238,7 +238,7 @@ def measure_memory(batches=MEMORY_BATCHES, configs=MEMORY_CONFIGS) -> list[dict]
                     model.profiler = prof
                     loss, grads = model.loss_and_grads(X, y)
                     cuda.synchronize()
-                    prof._sample()
+                    prof.sample()
                 del model, grads
                 _free_everything()
                 if flush:
@@ -320,14 +320,14 @@ def measure_playbook(repeat: int = 20) -> dict:
     out["channels"] = channel_rows
     launch_rows = []
     from gpulib.cnn import layers as CL
-    from gpulib.conv import algorithms
+    from gpulib.conv import front
 
     for n in (1, 8, 32):
         layer = dict(L, N=n)
         Xn, Wn, bn = layer_inputs(layer)
         X_dev, W_dev, b_dev = cuda.to_device(Xn), cuda.to_device(Wn), cuda.to_device(bn)
         Y = cuda.device_array((n, L["K"], L["H"], L["W"]), np.float32)
-        gpulib_run = lambda X_dev=X_dev, W_dev=W_dev, b_dev=b_dev, Y=Y: algorithms.conv2d(  # noqa: E731
+        gpulib_run = lambda X_dev=X_dev, W_dev=W_dev, b_dev=b_dev, Y=Y: front.conv2d(  # noqa: E731
             X_dev, W_dev, b_dev, 1, 1, algorithm="implicit_precomp_gemm", out=Y)
         gpulib_run()
         validate(Y, M.reference_conv(Xn, Wn, bn, layer)[0], scale=M.magnitude(Xn, Wn, bn, layer), name="conv")

@@ -20,7 +20,7 @@ from gpulib import reference as ref
 from gpulib.arrays import require_int_labels, to_device, to_host
 from gpulib.cnn import layers as L
 from gpulib.cnn.model import images_on_device
-from gpulib.conv import algorithms
+from gpulib.conv import front
 from gpulib.mlp import layers as mlp
 
 
@@ -41,7 +41,7 @@ class BookCNN:
         or "auto". ``inplace_relu``: ReLU overwrites the convolution's output (its backward pass
         needs only ReLU's output), which saves one activation per layer. ``reduction``: how the
         direct backward kernels sum dW and db ("thread" or "tree", see gpulib.cnn.conv2d_backward)."""
-        names = algorithms.NAMES + ("auto",)
+        names = front.CHOICES
         if len(channels) != 2 or any(int(c) != c or c < 1 for c in channels):
             raise ValueError(f"channels must be two positive integers (C1, C2), not {channels!r}")
         if len(algorithms_per_layer) != 2 or any(a not in names for a in algorithms_per_layer):

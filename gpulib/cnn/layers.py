@@ -11,7 +11,7 @@ import numpy as np
 
 from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, outputs, require, require_int, to_device, to_host
 from gpulib.cnn import kernels
-from gpulib.conv import algorithms
+from gpulib.conv import front
 from gpulib.shapes import check_conv_inputs
 from gpulib.env import sized
 from gpulib.reductions import tree as trees
@@ -31,7 +31,7 @@ def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None,
     """The convolution layer's forward pass by any algorithm of gpulib/conv/algorithms.py
     ("direct" of 16.3, 16.4's "gemm", "implicit_gemm", "implicit_precomp_gemm", 16.5's "fft",
     "winograd", ..., or "auto": the auto-tuner's cached pick for this layer shape)."""
-    return algorithms.conv2d(X, W, b, padding, stride, algorithm=algorithm, out=out)
+    return front.conv2d(X, W, b, padding, stride, algorithm=algorithm, out=out)
 
 
 REDUCTIONS = ("thread", "tree")
@@ -64,7 +64,7 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     if tuple(dY.shape) != (N, Kc, Ho, Wo):
         raise ValueError(f"dY must have the output's shape {(N, Kc, Ho, Wo)}, not {tuple(dY.shape)}")
     out_dX, out_dW, out_db = outputs(out, ("dX", "dW", "db"))
-    backward = algorithms.get(algorithm, X, W, None, padding, stride).backward
+    backward = front.get(algorithm, X, W, None, padding, stride).backward
     dX = output(out_dX, tuple(X.shape), "dX") if need_dX else None
     dW = output(out_dW, tuple(W.shape), "dW")
     db = output(out_db, (Kc,), "db")

@@ -15,7 +15,7 @@ import numpy as np
 from gpulib import reference as ref
 from gpulib.arrays import require, require_int_labels, to_device, to_host
 from gpulib.cnn import layers as L
-from gpulib.conv import algorithms
+from gpulib.conv import front
 from gpulib.mlp import layers as mlp
 
 
@@ -38,9 +38,9 @@ class SmallCNN:
         """``conv_algorithm``: how the convolution runs, a name of gpulib.conv.algorithms.ALGORITHMS
         ("direct" of 16.3, 16.4's "gemm", "implicit_gemm", "implicit_precomp_gemm", 16.5's
         "fft", "winograd", ...) or "auto" (the auto-tuner's pick for each batch shape)."""
-        if conv_algorithm not in algorithms.NAMES + ("auto",):
+        if conv_algorithm not in front.CHOICES:
             raise ValueError(f"unknown conv_algorithm {conv_algorithm!r}; choose one of "
-                             f"{algorithms.NAMES + ('auto',)}")
+                             f"{front.CHOICES}")
         self.conv_algorithm = conv_algorithm
         C, H, W = image_shape
         if H % 2 or W % 2:

@@ -23,8 +23,8 @@ benchmarks all read this table; adding an algorithm is adding one entry.
     tc_implicit_gemm_tma   16.5, the same with its tiles brought by TMA as boxes of the image
                            (stride 1; compute capability 9.0 on a GPU)
 
-``conv2d(X, W, b, padding, stride, algorithm=name)`` runs any of them; ``algorithm="auto"``
-runs the auto-tuner's cached pick for the layer's shape.
+``gpulib.conv.front.conv2d(X, W, b, padding, stride, algorithm=name)`` runs any of them, or
+(``algorithm="auto"``) the auto-tuner's cached pick for the layer's shape.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from functools import partial
 from typing import Callable
 
 from gpulib.conv import direct, fft, im2col, implicit_gemm, winograd
-from gpulib.shapes import check_conv_inputs, output_shape
+from gpulib.shapes import output_shape
 from gpulib.conv import tensorcore as tensorcore_conv
 
 
@@ -119,24 +119,3 @@ NAMES = tuple(ALGORITHMS)
 def of_precision(precision: str = "fp32") -> list[Algorithm]:
     """The algorithms that multiply in ``precision`` (the auto-tuner compares like with like)."""
     return [a for a in ALGORITHMS.values() if a.precision == precision]
-
-
-def get(algorithm: str, X=None, W=None, b=None, padding: int = 0, stride: int = 1) -> Algorithm:
-    """The registry entry for ``algorithm``; "auto" asks the auto-tuner (which needs the layer)."""
-    if algorithm == "auto":
-        from gpulib.conv import autotune  # the auto-tuner reads this registry
-
-        return ALGORITHMS[autotune.choose(X, W, b, padding, stride).name]
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algorithm!r}; choose one of {NAMES + ('auto',)}")
-    return ALGORITHMS[algorithm]
-
-
-def conv2d(X, W, b=None, padding: int = 0, stride: int = 1, *, algorithm: str = "direct", out=None):
-    """Y = conv(X, W) + b by ``algorithm`` (a name of ``ALGORITHMS`` or "auto"); Y on the device."""
-    check_conv_inputs(X, W, b, padding, stride)
-    alg = get(algorithm, X, W, b, padding, stride)
-    reason = alg.supports(tuple(W.shape), stride)
-    if reason:
-        raise ValueError(f"algorithm {alg.name!r} cannot run this layer: {reason}")
-    return alg.run(X, W, b, padding, stride, out=out)

@@ -21,7 +21,7 @@ stride 1 qualify, as in cuDNN.
 F(4x4, 3x3) (``conv2d_winograd_f4``): 4x4 outputs from a 6x6 input tile with 36 products
 instead of 144 (4 times fewer; F(2x2) saves 2.25 times). Its transforms are 6x6 (BT4, G4,
 AT4 below), its 36 products are one batched GEMM on 16.4's GEMM v5 (a launch for all 36), and
-its four launches are bound once per layer shape (gpulib.playbook.replay.BoundLaunch) with the
+its four launches are bound once per layer shape (gpulib.launch.BoundLaunch) with the
 workspace kept, so that a call costs the GPU's time rather than Python's. The price is
 accuracy: G4 holds 1/6, 1/12 and 1/24, which binary floating point cannot hold exactly, and
 AT4 holds 8, so rounding errors grow (still near 1e-6 of the result's scale in fp32).
@@ -34,6 +34,9 @@ from numba import cuda, float32
 
 from gpulib.arrays import blocks, output, require_finite, to_device
 from gpulib.shapes import bias_or_zeros, check_conv_inputs, output_shape
+from gpulib.env import sized
+from gpulib.gemm import kernels as gemm_kernels
+from gpulib.launch import BoundLaunch
 
 BLOCK = 128
 # the F(2x2, 3x3) matrices, for the NumPy reference and the docs; the kernels spell them out
@@ -360,10 +363,6 @@ class F4Plan:
     """F(4x4, 3x3) for one layer shape: the workspace (U, V, M) and the four launches, bound."""
 
     def __init__(self, X_shape, W_shape, padding: int):
-        from gpulib.gemm import kernels as gemm_kernels
-        from gpulib.env import sized
-        from gpulib.playbook.replay import BoundLaunch
-
         N, C, H, W = X_shape
         K = W_shape[0]
         _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, 1)

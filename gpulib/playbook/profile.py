@@ -31,6 +31,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from gpulib import launch
 from gpulib.env import cuda, on_gpu
 from gpulib.playbook.patterns import pattern_of
 
@@ -61,17 +62,6 @@ class Op:
     launches: list = field(default_factory=list)
 
 
-def _threads(grid, block) -> int:
-    def total(dims):
-        dims = dims if isinstance(dims, tuple) else (dims,)
-        n = 1
-        for d in dims:
-            n *= int(d)
-        return n
-
-    return total(grid) * total(block)
-
-
 def used_bytes(flush: bool = True) -> int:
     """Device memory in use now (the driver's view); with ``flush``, after Numba's pending frees
     are done (Numba frees in batches: up to 10 arrays, or a share of the memory, wait in a queue)
@@ -86,7 +76,7 @@ def used_bytes(flush: bool = True) -> int:
     return int(info.total - info.free)
 
 
-class Profiler:
+class Profiler(launch.Watcher):
     """Records every kernel launch (and gpulib's cuBLAS calls) while active; see the module docstring."""
 
     def __init__(self, memory: bool = False, flush: bool = True):
@@ -99,7 +89,6 @@ class Profiler:
         self.peak_bytes = 0
         self.base_bytes = 0
         self._current: Op | None = None
-        self._undo = []
 
     # ------------------------------------------------------------ recording
     def _events(self):
@@ -111,9 +100,11 @@ class Profiler:
         return start, stop
 
     def _spin(self):
-        self._launch_unprofiled(spin_kernel[1, 1], SPIN_US)
+        with launch.unwatched():
+            spin_kernel[1, 1](SPIN_US)
 
-    def _sample(self):
+    def sample(self):
+        """Sample the device memory in use now (``memory=True``), into ``peak_bytes``."""
         if self.memory:
             self.peak_bytes = max(self.peak_bytes, used_bytes(self.flush))
 
@@ -127,7 +118,7 @@ class Profiler:
         self.launches.append(entry)
         if self._current:
             self._current.launches.append(entry)
-        self._sample()
+        self.sample()
         return result
 
     @contextlib.contextmanager
@@ -140,69 +131,23 @@ class Profiler:
         finally:
             self._current.wall_ms = (time.perf_counter() - t0) * 1e3
             self.op_list.append(self._current)
-            self._sample()
+            self.sample()
             self._current = outer
 
-    # ------------------------------------------------------------ hooks
-    def _install(self):
-        from gpulib.gemm import api
-
-        prof = self
-        library = api.library_matmul
-        self._launch_unprofiled = lambda configured, *args: configured(*args)
-
-        def timed_library(A, B, C):
-            return prof._record("cuBLAS sgemm" if api.library_name() == "cublas" else "numpy matmul",
-                                A.shape[0] * B.shape[1], lambda: library(A, B, C))
-
-        api.library_matmul = timed_library
-        self._undo.append(lambda: setattr(api, "library_matmul", library))
-        if on_gpu():
-            from numba.cuda.dispatcher import _LaunchConfiguration
-
-            launch = _LaunchConfiguration.__call__
-            self._launch_unprofiled = launch
-
-            def timed_launch(config, *args):
-                return prof._record(config.dispatcher.py_func.__name__, _threads(config.griddim, config.blockdim),
-                                    lambda: launch(config, *args))
-
-            _LaunchConfiguration.__call__ = timed_launch
-            self._undo.append(lambda: setattr(_LaunchConfiguration, "__call__", launch))
-
-            from gpulib.playbook import replay  # a bound launch (16.5's Winograd F(4x4)) skips Numba's launch
-
-            prepared = replay.launch_prepared
-
-            def timed_prepared(name, grid, block, *call):
-                return prof._record(name, _threads(grid, block), lambda: prepared(name, grid, block, *call))
-
-            replay.launch_prepared = timed_prepared
-            self._undo.append(lambda: setattr(replay, "launch_prepared", prepared))
-        else:
-            from numba.cuda.simulator import kernel as sim
-
-            call = sim.FakeCUDAKernel.__call__
-
-            def counted_call(kernel, *args):
-                if kernel._device or sim._kernel_context:  # a device function, or a call inside a kernel
-                    return call(kernel, *args)
-                return prof._record(kernel.fn.__name__, _threads(kernel.grid_dim, kernel.block_dim),
-                                    lambda: call(kernel, *args))
-
-            sim.FakeCUDAKernel.__call__ = counted_call
-            self._undo.append(lambda: setattr(sim.FakeCUDAKernel, "__call__", call))
+    # ------------------------------------------------------------ the hook (gpulib.launch)
+    def launch(self, call: launch.Launch):
+        return self._record(call.name, launch.threads_of(call.grid, call.block), call.go)
 
     def __enter__(self):
         if self.memory:
             cuda.synchronize()
             self.base_bytes = self.peak_bytes = used_bytes(True)
-        self._install()
+        self._watching = launch.watching(self)
+        self._watching.__enter__()
         return self
 
     def __exit__(self, *exc):
-        while self._undo:
-            self._undo.pop()()
+        self._watching.__exit__(None, None, None)
         if on_gpu():
             cuda.synchronize()
             for item in self.launches:

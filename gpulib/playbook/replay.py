@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpulib import launch
 from gpulib.arrays import require_int, require_int_labels, require_learning_rate, to_device
 from gpulib.env import cuda, on_gpu
 
@@ -105,16 +105,8 @@ _active: list[Recording] = []
 def _replay_call(kind: str, data):
     """A call with no arguments that repeats one recorded entry."""
     if kind == "cuda":  # the very call Numba made to cuda.core, its arguments already converted
-        from numba.cuda import dispatcher
-
-        stream, config, kernel, args = data
-        return functools.partial(dispatcher.launch, stream, config, kernel, *args)
-    if kind == "sim":
-        kernel, grid, block, shared, args = data
-        return lambda: kernel[grid, block, 0, shared](*args)
-    from gpulib.gemm import api
-
-    return functools.partial(api.library_matmul, *data)
+        return functools.partial(launch.replay_prepared, data)
+    return data  # the launch (or library call) made again, through whatever watches then
 
 
 def _refused(what: str, original, allowed: list):
@@ -128,189 +120,55 @@ def _refused(what: str, original, allowed: list):
     return guarded
 
 
+class _Recorder(launch.Watcher):
+    """What ``record()`` installs: every launch kept, with what replays it."""
+
+    def __init__(self, rec: Recording):
+        self.rec, self.in_library = rec, []
+
+    def launch(self, call: launch.Launch):
+        self.rec.keep.append(call.args)
+        if call.kind == "library":
+            self.rec.entries.append(("library", call.name, call.again))
+            self.in_library.append(True)
+            try:
+                return call.go()
+            finally:
+                self.in_library.pop()
+        if not on_gpu():
+            self.rec.entries.append(("sim", call.name, call.again))
+        return call.go()
+
+    def prepared(self, name: str, prepared: tuple) -> None:
+        self.rec.entries.append(("cuda", name, prepared))
+
+
 @contextlib.contextmanager
 def record():
     """Record every launch inside the block (see the module docstring); yields the Recording."""
     if _active:
         raise RecordingError("a recording is already active; recordings do not nest")
-    from gpulib.gemm import api
-
-    rec, undo, in_library = Recording(), [], []
-
-    def patch(owner, name, value):
-        old = getattr(owner, name)
-        setattr(owner, name, value)
-        undo.append(lambda: setattr(owner, name, old))
+    rec = Recording()
+    recorder = _Recorder(rec)
+    undo = []
 
     def refuse(owner, name, what):
-        patch(owner, name, _refused(what, getattr(owner, name), in_library))
+        original = getattr(owner, name)
+        setattr(owner, name, _refused(what, original, recorder.in_library))
+        undo.append(lambda: setattr(owner, name, original))
 
-    library = api.library_matmul
-
-    def recorded_library(A, B, C):
-        rec.entries.append(("library", "cuBLAS sgemm" if api.library_name() == "cublas" else "numpy matmul",
-                            (A, B, C)))
-        rec.keep += [A, B, C]
-        in_library.append(True)
-        try:
-            return library(A, B, C)
-        finally:
-            in_library.pop()
-
-    patch(api, "library_matmul", recorded_library)
     refuse(cuda, "to_device", "a copy to the device (cuda.to_device)")
-    if on_gpu():
-        from numba.cuda import dispatcher
-        from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase
-
-        configured_call, core_launch = dispatcher._LaunchConfiguration.__call__, dispatcher.launch
-        current = []
-
-        def recorded_call(config, *args):
-            current.append(config.dispatcher.py_func.__name__)
-            rec.keep.append(args)
-            try:
-                return configured_call(config, *args)
-            finally:
-                current.pop()
-
-        def recorded_launch(stream, config, kernel, *args):
-            rec.entries.append(("cuda", current[-1] if current else "kernel", (stream, config, kernel, args)))
-            return core_launch(stream, config, kernel, *args)
-
-        this = sys.modules[__name__]
-        prepared = this.launch_prepared
-
-        def recorded_prepared(name, grid, block, args, *call):  # a BoundLaunch's own launch
-            current.append(name)
-            rec.keep.append(args)
-            try:
-                return prepared(name, grid, block, args, *call)
-            finally:
-                current.pop()
-
-        patch(dispatcher._LaunchConfiguration, "__call__", recorded_call)
-        patch(dispatcher, "launch", recorded_launch)
-        patch(this, "launch_prepared", recorded_prepared)
-        for method in ("copy_to_host", "copy_to_device"):
-            refuse(DeviceNDArrayBase, method, f"a device array's {method}")
-    else:
-        from numba.cuda.simulator import kernel as sim
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-        call = sim.FakeCUDAKernel.__call__
-
-        def recorded_sim_call(kernel, *args):
-            if kernel._device or sim._kernel_context:  # a device function, or a call inside a kernel
-                return call(kernel, *args)
-            rec.entries.append(("sim", kernel.fn.__name__,
-                                (kernel, kernel.grid_dim, kernel.block_dim, kernel.dynshared_size, args)))
-            rec.keep.append(args)
-            return call(kernel, *args)
-
-        patch(sim.FakeCUDAKernel, "__call__", recorded_sim_call)
-        for method in ("copy_to_host", "copy_to_device"):
-            refuse(FakeCUDAArray, method, f"a device array's {method}")
+    device_array = type(cuda.device_array(1, np.float32))
+    for method in ("copy_to_host", "copy_to_device"):
+        refuse(device_array, method, f"a device array's {method}")
     _active.append(rec)
     try:
-        yield rec
+        with launch.watching(recorder):
+            yield rec
     finally:
         _active.pop()
         while undo:
             undo.pop()()
-
-
-def launch_prepared(name: str, grid, block, args, stream, config, kernel, values) -> None:
-    """Where a ``BoundLaunch``'s prepared call goes to cuda.core. Its own launches bypass Numba's
-    launch, which the profiler (gpulib/playbook/profile.py) and ``record()`` wrap; they wrap this
-    one function too, so that a bound launch is timed like any other, and a recording names it
-    and keeps its arrays (``args``) alive."""
-    from numba.cuda import dispatcher
-
-    dispatcher.launch(stream, config, kernel, *values)
-
-
-class BoundLaunch:
-    """``kernel[grid, block]`` bound once per layout of its arguments: later calls skip Numba's
-    typing and argument conversion.
-
-        launch = BoundLaunch(kernel, grid, block)
-        launch(X, Y, 3)        # the first call is an ordinary launch, recorded
-        launch(X2, Y2, 5)      # same shapes, strides and dtypes: the recorded call with
-                               # the arrays' addresses and the scalars put in its slots
-
-On a GPU the first call with a given layout (every array's shape, strides and dtype, every
-scalar's type) launches as usual and keeps what Numba handed to cuda.core; each later call with
-that layout copies that argument list, puts in the new arrays' addresses and the new scalars,
-and launches it. A call with another layout binds afresh. Device arrays only: a NumPy argument
-(which Numba would copy over and back) is launched the ordinary way. On the simulator every
-call is an ordinary launch.
-"""
-
-    def __init__(self, kernel, grid, block, shared: int = 0):
-        self.kernel, self.grid, self.block, self.shared = kernel, grid, block, shared  # dynamic shared bytes
-        self.name = kernel.py_func.__name__
-        self._layout = None
-        self._bound = None  # (stream, config, kernel, argument list, slots)
-
-    @staticmethod
-    def _layout_of(args):
-        out = []
-        for a in args:
-            if hasattr(a, "__cuda_array_interface__") and hasattr(a, "gpu_data"):
-                out.append((tuple(a.shape), tuple(a.strides), a.dtype))
-            elif isinstance(a, (int, float, np.integer, np.floating)) and not isinstance(a, bool):
-                out.append(type(a))
-            else:
-                return None  # something this binder does not handle: launch it the ordinary way
-        return tuple(out)
-
-    def _bind(self, args, layout):
-        from numba.cuda import dispatcher
-
-        calls = []
-        core_launch = dispatcher.launch
-        dispatcher.launch = lambda *a: (calls.append(a), core_launch(*a))[1]
-        try:
-            self.kernel[self.grid, self.block, 0, self.shared](*args)
-        finally:
-            dispatcher.launch = core_launch
-        places, at = [], 0  # where each argument's value (an array's data pointer) sits in the list
-        for kind in layout:
-            if isinstance(kind, tuple):  # meminfo, parent, size, itemsize, data, shape..., strides...
-                places.append((at + 4, True))
-                at += 5 + 2 * len(kind[0])
-            else:
-                places.append((at, False))
-                at += 1
-        # this kernel's call: a profiler around the launch may launch something of its own
-        mine = [call for call in calls if len(call) == 3 + at]
-        if len(mine) != 1:
-            self._layout = self._bound = None  # not the argument list this binder expects
-            return
-        stream, config, cukernel, *values = mine[0]
-        slots = [(place, None if is_array else type(values[place])) for place, is_array in places]
-        self._layout, self._bound = layout, (stream, config, cukernel, values, slots)
-
-    def bound_for(self, args) -> bool:
-        """True when a call with ``args`` takes the bound path (no Numba launch, no compiling)."""
-        return on_gpu() and self._layout is not None and self._layout_of(args) == self._layout
-
-    def __call__(self, *args):
-        if not on_gpu():
-            self.kernel[self.grid, self.block, 0, self.shared](*args)
-            return
-        layout = self._layout_of(args)
-        if layout is None:
-            self.kernel[self.grid, self.block, 0, self.shared](*args)
-        elif layout != self._layout:
-            self._bind(args, layout)
-        else:
-            stream, config, cukernel, values, slots = self._bound
-            values = list(values)
-            for a, (at, convert) in zip(args, slots):
-                values[at] = a.gpu_data.device_ctypes_pointer.value if convert is None else convert(a)
-            launch_prepared(self.name, self.grid, self.block, args, stream, config, cukernel, values)
 
 
 class ReplayedStep:

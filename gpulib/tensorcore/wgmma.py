@@ -47,6 +47,7 @@ from numba import cuda, float32, types, uint32, uint64
 
 float16 = types.float16
 
+from gpulib.launch import BoundLaunch
 from gpulib.env import on_gpu
 from gpulib.tensorcore import wgmma_model, wmma
 
@@ -357,7 +358,6 @@ def kernel(fn=None, *, max_registers: int | None = None):
     return cuda.jit(link=LINK, max_registers=max_registers)(fn) if ON_GPU else cuda.jit(fn)
 
 
-_OPTED_IN: dict = {}
 _BOUND: dict = {}
 
 
@@ -372,28 +372,15 @@ def unsupported_device() -> str:
 
 
 def launch(kernel, grid, block, shared_bytes: int, *args) -> None:
-    """``kernel[grid, block, 0, shared_bytes](*args)`` with dynamic shared memory past the 48 KiB a
-    kernel gets by default: on a GPU the compiled kernel is first allowed ``shared_bytes``
-    (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), once per compiled specialization. The
-    launch is bound (gpulib.playbook.replay.BoundLaunch): a call with the same grid and argument
-    layout as before skips Numba's typing, about 20 µs of Python that a 30 µs kernel would
-    otherwise wait for. RuntimeError on a GPU without wgmma, before anything is compiled."""
-    from gpulib.playbook.replay import BoundLaunch
-
+    """``kernel[grid, block, 0, shared_bytes](*args)``, bound (gpulib.launch.BoundLaunch: a call with
+    the same argument layout as before skips Numba's typing, about 20 µs of Python that a 30 µs
+    kernel would otherwise wait for), its dynamic shared memory allowed past 48 KiB. ValueError on
+    a GPU without wgmma, before anything is compiled."""
     reason = unsupported_device()
     if reason:
-        raise RuntimeError(reason)
+        raise ValueError(reason)
     key = (kernel, grid, block, shared_bytes)
     bound = _BOUND.get(key)
     if bound is None:
         bound = _BOUND[key] = BoundLaunch(kernel, grid, block, shared_bytes)
-    if ON_GPU and shared_bytes > 48 * 1024 and not bound.bound_for(args):
-        compiled = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
-        if (id(compiled), shared_bytes) not in _OPTED_IN:
-            from numba.cuda.cudadrv.driver import binding, driver
-
-            function = compiled._codelibrary.get_cufunc()
-            attribute = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            driver.cuKernelSetAttribute(attribute, shared_bytes, function.handle, function.device.id)
-            _OPTED_IN[(id(compiled), shared_bytes)] = compiled
     bound(*args)
