@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab reset-book test hub-test browser-test browser-deps html html-test unit notebooks execute-notebooks assignments clean
+.PHONY: lab reset-book test lint hub-test browser-test browser-deps html html-test unit notebooks execute-notebooks assignments clean
 
 # The reader works in a copy of book/ (my-book/, not tracked): running and saving notebooks
 # there never changes the book itself, and the tests keep comparing against its stored outputs.
@@ -41,9 +41,15 @@ reset-book:
 # One session over the notebooks and the tests, on every core: pytest-xdist hands out each
 # notebook whole (its cells share one kernel) and each test module whole, the notebooks first,
 # so that long notebooks and long tests overlap.
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -m pytest -n auto --dist loadscope --nbval --nbval-current-env \
 		--nbval-sanitize-with book/nbval_sanitize.cfg -p no:cacheprovider book tests
+
+# The code's rules: ruff (line length, unused names, import order) and the layers' contracts
+# (import-linter: every import points down the layers of pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 
 # The book in a real browser (browser/): JupyterLab as `make lab` starts it, headless Chromium
 # driven by Playwright, every notebook run and its widgets, images and Korean text checked;

@@ -31,8 +31,7 @@ c.Execute.interrupt_on_timeout = True
 # the solution cells alone, and those verdicts are the points nbgrader records. Execute is
 # replaced; the rest of nbgrader's autograde pipeline stays as it is.
 from nbconvert.preprocessors import ClearMetadataPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,  # noqa: E402
-                                    SaveAutoGrades)
+from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades  # noqa: E402
 
 from gpulib.grading.cleanroom.nbgrader import CleanRoomExecute  # noqa: E402
 

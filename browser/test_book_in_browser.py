@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ASSIGNMENT, ROOT
 
 NOTEBOOKS = sorted(p.name for p in (ROOT / "book").glob("*.ipynb")) + [ASSIGNMENT.name]

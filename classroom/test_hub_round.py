@@ -184,9 +184,13 @@ def hub(tmp_path_factory):
     # The instructor's course folder: the course's configuration (the clean room) and its source.
     course = homes[INSTRUCTOR] / "course"
     _as(INSTRUCTOR, course / "nbgrader_config.py", (ROOT / "assignments" / "nbgrader_config.py").read_text())
-    _as(INSTRUCTOR, course / "source" / ASSIGNMENT / NOTEBOOK, (ROOT / "assignments" / "source" / ASSIGNMENT / NOTEBOOK).read_text())
-    _as(INSTRUCTOR, homes[INSTRUCTOR] / ".jupyter" / "nbgrader_config.py",
-        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n")  # nbgrader then reads the course's own
+    source = (ROOT / "assignments" / "source" / ASSIGNMENT / NOTEBOOK).read_text()
+    _as(INSTRUCTOR, course / "source" / ASSIGNMENT / NOTEBOOK, source)
+    _as(
+        INSTRUCTOR,
+        homes[INSTRUCTOR] / ".jupyter" / "nbgrader_config.py",
+        f"c = get_config()\nc.CourseDirectory.root = {str(course)!r}\n",
+    )  # nbgrader then reads the course's own
     state = tmp_path_factory.mktemp("hub")
     hub = Hub(state)
     yield hub, homes
@@ -257,10 +261,16 @@ def test_a_class_round_from_release_to_exported_grades(hub):
 
     # The points: the gradebook the formgrader wrote, test cell by test cell.
     source = json.loads((ROOT / "assignments" / "source" / ASSIGNMENT / NOTEBOOK).read_text())
-    points = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"]["points"] for c in source["cells"]
-              if c["metadata"].get("nbgrader", {}).get("grade")}
-    lost = {"solves": set(), "unstable softmax": {"check_softmax_xent", "hidden_softmax_xent"},
-            "cheats": {"check_dense_forward", "hidden_dense_forward"}}
+    points = {
+        c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"]["points"]
+        for c in source["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade")
+    }
+    lost = {
+        "solves": set(),
+        "unstable softmax": {"check_softmax_xent", "hidden_softmax_xent"},
+        "cheats": {"check_dense_forward", "hidden_dense_forward"},
+    }
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for name, kind in STUDENTS.items():
             scores = {g: gb.find_grade(g, NOTEBOOK.removesuffix(".ipynb"), ASSIGNMENT, name).score for g in points}
@@ -275,14 +285,31 @@ def test_a_class_round_from_release_to_exported_grades(hub):
         assert len(folders) == 1, folders
         page = student.call("GET", f"files/{folders[0]['path']}/{ASSIGNMENT}.html").content.decode()
         verdicts = page.count("채점실(clean room)의 판정")  # a failed check's verdict, in the page
-        assert page.lstrip().lower().startswith("<!doctype html") and verdicts == (0 if STUDENTS[name] == "solves" else 2), \
-            (name, verdicts)
+        assert page.lstrip().lower().startswith("<!doctype html") and verdicts == (0 if STUDENTS[name] == "solves" else 2), (
+            name,
+            verdicts,
+        )
 
     # The instructor: export the grades (in the instructor's terminal, as the instructor).
     entry = pwd.getpwnam(INSTRUCTOR)
     env = {"HOME": entry.pw_dir, "USER": INSTRUCTOR, "PATH": f"{PREFIX / 'bin'}:/usr/bin:/bin"}
-    subprocess.run(["runuser", "-u", INSTRUCTOR, "--", "env", *[f"{k}={v}" for k, v in env.items()],
-                    "nbgrader", "export", "--to", "grades.csv"], cwd=course, check=True, capture_output=True)
+    subprocess.run(
+        [
+            "runuser",
+            "-u",
+            INSTRUCTOR,
+            "--",
+            "env",
+            *[f"{k}={v}" for k, v in env.items()],
+            "nbgrader",
+            "export",
+            "--to",
+            "grades.csv",
+        ],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
     with open(course / "grades.csv") as f:
         grades = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)}
     total = sum(points.values())

@@ -31,8 +31,8 @@ Where things live (a folder per section of the chapter, then one per kind of too
     gpulib/data.py        the digits data set and an MNIST IDX reader
 """
 
-from gpulib.env import BACKEND, BACKEND_CHOICE, cuda, on_gpu, on_simulator, report, setup_book, sized
-
+# the backend is chosen (gpulib.env) before anything imports numba.cuda
+from gpulib.env import BACKEND, BACKEND_CHOICE, cuda, on_gpu, on_simulator, report, setup_book, sized  # isort: skip
 from gpulib.check import ValidationError, poisoned, validate
 from gpulib.source import show
 from gpulib.timing import benchmark

@@ -8,7 +8,6 @@ inside a kernel.
 from __future__ import annotations
 
 import numpy as np
-
 from numba import cuda
 
 

@@ -69,7 +69,10 @@ def report() -> None:
         f"numpy {_version('numpy')}"
     )
     if on_simulator():
-        print("  kernels run in Python here (a barrier-free block's threads one after another): sizes are reduced and timings mean nothing")
+        print(
+            "  kernels run in Python here (a barrier-free block's threads one after another): "
+            "sizes are reduced and timings mean nothing"
+        )
 
 
 def setup_book() -> None:

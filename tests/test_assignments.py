@@ -276,7 +276,7 @@ def test_the_points_each_notebook_announces_are_the_points_it_grades():
         cells = _cells(assignment)
         intro = "".join(cells[0]["source"])
         announced = [int(p) for p in re.findall(r"문제 \d+ \((\d+)점\)", intro)]
-        per_exercise, current = [], None
+        per_exercise = []
         for cell in cells:
             meta = cell["metadata"].get("nbgrader", {})
             if meta.get("solution") and cell["cell_type"] == "code":

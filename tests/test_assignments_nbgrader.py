@@ -77,7 +77,11 @@ def _hang(assignment, nb):
     """A submission: the solution, with one exercise stuck in an endless loop; returns the
     points that exercise is worth."""
     if assignment == "16_1_mlp":  # a kernel: the check's watchdog stops it
-        cell, old, new = "dense_backward_kernels", "    if j < dW.shape[0]", "    while j == j:\n        j = j * 1\n    if j < dW.shape[0]"
+        cell, old, new = (
+            "dense_backward_kernels",
+            "    if j < dW.shape[0]",
+            "    while j == j:\n        j = j * 1\n    if j < dW.shape[0]",
+        )
     else:  # plain Python: nbgrader's cell timeout interrupts it
         cell, old, new = "loss_scaler", "        self.clean_steps += 1\n", "        while True:\n            pass\n"
     for c in nb["cells"]:
@@ -94,23 +98,25 @@ def add_cheat_cell(cells: list, marker: Path, gradebook: Path) -> None:
     scores and leaves the file ``marker``."""
     import nbformat
 
-    patch = ("from gpulib.grading import core\nimport gpulib.grading\n"
-             "for m in [grade, core]:\n"
-             "    for n in dir(m):\n"
-             "        if n.startswith('check_') or n in ('compare', 'validate'):\n"
-             "            setattr(m, n, lambda *a, **k: print('통과'))\n"
-             "import threading, time, sqlite3\n"
-             "def rewrite():\n"
-             "    for _ in range(40):\n"
-             "        try:\n"
-             f"            open({str(marker)!r}, 'w').write('x')\n"
-             f"            db = sqlite3.connect({str(gradebook)!r})\n"
-             "            db.execute('UPDATE grade SET auto_score = 99')\n"
-             "            db.commit()\n"
-             "        except Exception:\n"
-             "            pass\n"
-             "        time.sleep(0.25)\n"
-             "threading.Thread(target=rewrite).start()\n")
+    patch = (
+        "from gpulib.grading import core\nimport gpulib.grading\n"
+        "for m in [grade, core]:\n"
+        "    for n in dir(m):\n"
+        "        if n.startswith('check_') or n in ('compare', 'validate'):\n"
+        "            setattr(m, n, lambda *a, **k: print('통과'))\n"
+        "import threading, time, sqlite3\n"
+        "def rewrite():\n"
+        "    for _ in range(40):\n"
+        "        try:\n"
+        f"            open({str(marker)!r}, 'w').write('x')\n"
+        f"            db = sqlite3.connect({str(gradebook)!r})\n"
+        "            db.execute('UPDATE grade SET auto_score = 99')\n"
+        "            db.commit()\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "        time.sleep(0.25)\n"
+        "threading.Thread(target=rewrite).start()\n"
+    )
     first_test = next(i for i, c in enumerate(cells) if c["metadata"].get("nbgrader", {}).get("grade"))
     cells.insert(first_test, nbformat.v4.new_code_cell(patch))
 
@@ -118,7 +124,10 @@ def add_cheat_cell(cells: list, marker: Path, gradebook: Path) -> None:
 def _cheat(assignment, nb, course):
     """A submission that cheats three ways and solves nothing: the cheating cell above, and
     each solution cell holding a wrong answer. Every point of it is lost."""
-    wrong = {"16_1_mlp": ("Y[n, j] = max(acc, 0.0)", "Y[n, j] = acc"), "16_5_cudnn": ("AT @ (U * V) @ AT.T", "AT @ (U @ V) @ AT.T")}
+    wrong = {
+        "16_1_mlp": ("Y[n, j] = max(acc, 0.0)", "Y[n, j] = acc"),
+        "16_5_cudnn": ("AT @ (U * V) @ AT.T", "AT @ (U @ V) @ AT.T"),
+    }
     for c in nb["cells"]:
         src = "".join(c["source"])
         if wrong[assignment][0] in src:
@@ -137,9 +146,12 @@ def test_autograde_gives_full_marks_zero_and_partial_credit(course):
         hang = json.loads(source.read_text())
         lost[assignment] = _hang(assignment, hang)
         cheat = _cheat(assignment, json.loads(source.read_text()), course)
-        for student, content in (("solution", source.read_text()),
-                                 ("untouched", (course / "release" / assignment / source.name).read_text()),
-                                 ("hangs", json.dumps(hang)), ("cheats", json.dumps(cheat))):
+        for student, content in (
+            ("solution", source.read_text()),
+            ("untouched", (course / "release" / assignment / source.name).read_text()),
+            ("hangs", json.dumps(hang)),
+            ("cheats", json.dumps(cheat)),
+        ):
             folder = course / "submitted" / student / assignment
             folder.mkdir(parents=True)
             (folder / source.name).write_text(content)
@@ -150,8 +162,12 @@ def test_autograde_gives_full_marks_zero_and_partial_credit(course):
             scores = {s: gb.find_submission(assignment, s).score for s in ("solution", "untouched", "hangs", "cheats")}
         assert total >= 15
         lost_by_cheat = {"16_1_mlp": 5, "16_5_cudnn": 4}[assignment]  # the exercise answered wrong: the others are solved
-        assert scores == {"solution": total, "untouched": 0, "hangs": total - lost[assignment],
-                          "cheats": total - lost_by_cheat}, (assignment, scores)
+        assert scores == {
+            "solution": total,
+            "untouched": 0,
+            "hangs": total - lost[assignment],
+            "cheats": total - lost_by_cheat,
+        }, (assignment, scores)
     assert not (course / "HACKED").exists()  # the student's run could write nothing outside its sandbox
     feedback = run_nbgrader(course, "generate_feedback", GRADED[0], env=env)
     assert list((course / "feedback" / "hangs" / GRADED[0]).glob("*.html")), feedback.stdout

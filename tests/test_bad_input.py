@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import gpulib
 from gpulib import cnn, gemm, mlp
-from gpulib.conv import algorithms, autotune, direct, front, fft, im2col, implicit_gemm, winograd
+from gpulib.conv import autotune, direct, fft, front, im2col, implicit_gemm, winograd
 from gpulib.conv import tensorcore as tc_conv
 from gpulib.gemm import tensorcore as tc_gemm
 
@@ -81,16 +81,25 @@ ENTRY_POINTS = {
         ("X", "W", "b"), {"padding": 0, "stride": 1}),
 }
 CONVOLUTIONS = {
-    "direct": direct.conv2d_direct, "im2col": im2col.conv2d_im2col,
+    "direct": direct.conv2d_direct,
+    "im2col": im2col.conv2d_im2col,
     "implicit_gemm": implicit_gemm.conv2d_implicit_gemm,
-    "implicit_precomp_gemm": implicit_gemm.conv2d_implicit_precomp_gemm, "fft": fft.conv2d_fft,
-    "winograd": winograd.conv2d_winograd, "winograd_nonfused": winograd.conv2d_winograd_nonfused,
-    "winograd_f4": winograd.conv2d_winograd_f4, "tensor cores": tc_conv.conv2d_tc, "registry": front.conv2d, "cnn layer": cnn.conv2d_forward,
+    "implicit_precomp_gemm": implicit_gemm.conv2d_implicit_precomp_gemm,
+    "fft": fft.conv2d_fft,
+    "winograd": winograd.conv2d_winograd,
+    "winograd_nonfused": winograd.conv2d_winograd_nonfused,
+    "winograd_f4": winograd.conv2d_winograd_f4,
+    "tensor cores": tc_conv.conv2d_tc,
+    "registry": front.conv2d,
+    "cnn layer": cnn.conv2d_forward,
 }
 for _name, _conv in CONVOLUTIONS.items():
-    ENTRY_POINTS[f"conv {_name}"] = (_conv_args, lambda a, conv=_conv: conv(a["X"], a["W"], a["b"], a["padding"],
-                                                                           a["stride"]),
-                                     ("X", "W", "b"), {"padding": 0, "stride": 1})
+    ENTRY_POINTS[f"conv {_name}"] = (
+        _conv_args,
+        lambda a, conv=_conv: conv(a["X"], a["W"], a["b"], a["padding"], a["stride"]),
+        ("X", "W", "b"),
+        {"padding": 0, "stride": 1},
+    )
 
 
 ANY_SHAPE = {"cnn.relu"}  # element-wise on an array of any number of dimensions
@@ -99,8 +108,13 @@ ANY_FLOAT = {"tensorcore.matmul_tc"}  # rounds any real floating-point input to 
 
 def _bad_arrays(a: np.ndarray, any_shape: bool = False, any_float: bool = False) -> list:
     """Ways to get an array argument wrong that no entry point may accept."""
-    bad = [a.tolist(), None, "X", np.zeros((0,) + a.shape[1:], a.dtype),
-           a.astype(np.complex64) if any_float else a.astype(np.int32) if a.dtype == f32 else a.astype(f32)]
+    bad = [
+        a.tolist(),
+        None,
+        "X",
+        np.zeros((0,) + a.shape[1:], a.dtype),
+        a.astype(np.complex64) if any_float else a.astype(np.int32) if a.dtype == f32 else a.astype(f32),
+    ]
     if not any_float:
         bad += [a.astype(np.float64) if a.dtype == f32 else a.astype(np.int64), a.astype(a.dtype.newbyteorder(">"))]
     if not any_shape:
@@ -139,8 +153,9 @@ def test_the_valid_call_of_each_entry_point_runs(name, rng, launches):
     assert launches["n"] > 0 or name == "conv fft"
 
 
-@settings(max_examples=120 if gpulib.on_simulator() else 1, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=120 if gpulib.on_simulator() else 1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.data())
 def test_malformed_input_is_refused_before_any_launch(data, launches):
     name = data.draw(st.sampled_from(sorted(ENTRY_POINTS)), label="entry point")
@@ -178,8 +193,11 @@ def test_outputs_and_selectors_are_checked_before_any_launch(rng, launches):
     _refused(launches, lambda: fft.conv2d_fft(X, W, b, 1, out=wrong), r"out must have shape \(2, 4, 6, 5\)")
     _refused(launches, lambda: fft.conv2d_fft(X, W, b, 1, out=np.zeros((2, 4, 6, 5), f32)), "must be a device array")
     dY = rng.standard_normal((2, 4, 6, 5)).astype(f32)
-    _refused(launches, lambda: cnn.conv2d_backward(X, W, dY, 1, out=(None, gpulib.poisoned((4, 3, 3, 2)), None)),
-             r"dW must have shape \(4, 3, 3, 3\)")
+    _refused(
+        launches,
+        lambda: cnn.conv2d_backward(X, W, dY, 1, out=(None, gpulib.poisoned((4, 3, 3, 2)), None)),
+        r"dW must have shape \(4, 3, 3, 3\)",
+    )
     _refused(launches, lambda: im2col.conv2d_im2col_backward(X, W, dY, 1, out=(None,)), "out must be a tuple of 2")
 
 
@@ -187,41 +205,58 @@ def test_implicit_gemm_refuses_a_table_of_another_layer(rng, launches):
     X = rng.standard_normal((1, 3, 6, 6)).astype(f32)
     W = rng.standard_normal((2, 3, 3, 3)).astype(f32)
     other = gpulib.cuda.to_device(implicit_gemm.row_table(27, 1, 1))  # as many rows, other taps
-    _refused(launches, lambda: implicit_gemm.conv2d_implicit_precomp_gemm(X, W, table=other),
-             r"table is not row_table\(C=3, R=3, S=3\) of this layer")
+    _refused(
+        launches,
+        lambda: implicit_gemm.conv2d_implicit_precomp_gemm(X, W, table=other),
+        r"table is not row_table\(C=3, R=3, S=3\) of this layer",
+    )
     mine = gpulib.cuda.to_device(implicit_gemm.row_table(3, 3, 3))
     implicit_gemm.conv2d_implicit_precomp_gemm(X, W, table=mine)  # the right one is taken
 
 
-@pytest.mark.parametrize("tile, message", [
-    (dict(BM=16, BN=16, BK=4, TM=2), r"needs the keys BM, BN, BK, TM, TN .*missing \['TN'\]"),
-    (dict(BM=16, BN=16, BK=0, TM=2, TN=2), r"tile\['BK'\] must be a positive integer, not 0"),
-    (dict(BM=16, BN=16, BK=4, TM=3, TN=2), "TM must divide BM"),
-    (dict(BM=16, BN=16, BK=4, TM=2, TN=2, SPEED=9), r"unknown \['SPEED'\]"),
-])
+@pytest.mark.parametrize(
+    "tile, message",
+    [
+        (dict(BM=16, BN=16, BK=4, TM=2), r"needs the keys BM, BN, BK, TM, TN .*missing \['TN'\]"),
+        (dict(BM=16, BN=16, BK=0, TM=2, TN=2), r"tile\['BK'\] must be a positive integer, not 0"),
+        (dict(BM=16, BN=16, BK=4, TM=3, TN=2), "TM must divide BM"),
+        (dict(BM=16, BN=16, BK=4, TM=2, TN=2, SPEED=9), r"unknown \['SPEED'\]"),
+    ],
+)
 def test_tile_dicts_are_checked(tile, message, rng, launches):
     a = _conv_args(rng)
     _refused(launches, lambda: implicit_gemm.conv2d_implicit_gemm(a["X"], a["W"], tile=tile), message)
-    _refused(launches, lambda: gemm.matmul(a["X"][0, 0], a["X"][0, 0].T.copy(), shape=tile),
-             message.replace("tile", "shape"))
+    _refused(launches, lambda: gemm.matmul(a["X"][0, 0], a["X"][0, 0].T.copy(), shape=tile), message.replace("tile", "shape"))
 
 
 def test_pool_backward_refuses_an_argmax_that_is_not_the_forward_pass(rng, launches):
     dY = rng.standard_normal((1, 2, 2, 2)).astype(f32)
     outside = np.full((1, 2, 2, 2), 4, np.int32)  # a 2x2 window has positions 0..3
-    _refused(launches, lambda: cnn.max_pool2d_backward(dY, outside, (1, 2, 4, 4), 2),
-             r"argmax must hold positions inside a 2x2 window, 0..3, found 4..4")
-    _refused(launches, lambda: cnn.max_pool2d_backward(dY, np.zeros((1, 2, 2, 1), np.int32), (1, 2, 4, 4), 2),
-             r"argmax must have dY's shape \(1, 2, 2, 2\)")
+    _refused(
+        launches,
+        lambda: cnn.max_pool2d_backward(dY, outside, (1, 2, 4, 4), 2),
+        r"argmax must hold positions inside a 2x2 window, 0..3, found 4..4",
+    )
+    _refused(
+        launches,
+        lambda: cnn.max_pool2d_backward(dY, np.zeros((1, 2, 2, 1), np.int32), (1, 2, 4, 4), 2),
+        r"argmax must have dY's shape \(1, 2, 2, 2\)",
+    )
     _refused(launches, lambda: cnn.avg_pool2d_backward(dY, (1, 2, 4, 4), 0), "size must be an integer of at least 1")
-    _refused(launches, lambda: im2col.col2im(np.ones((27, 60), f32), (2, 3, 6, 5), 3, 3, 1, 0),
-             "stride must be an integer of at least 1, not 0")
+    _refused(
+        launches,
+        lambda: im2col.col2im(np.ones((27, 60), f32), (2, 3, 6, 5), 3, 3, 1, 0),
+        "stride must be an integer of at least 1, not 0",
+    )
 
 
 def test_messages_name_what_is_wrong(rng, launches):
     X = rng.standard_normal((2, 3, 6, 5)).astype(">f4")  # big-endian float32
-    _refused(launches, lambda: direct.conv2d_direct(X, np.ones((4, 3, 3, 3), f32)),
-             r"X \[N, C, H, W\] must be float32 in the machine's byte order, not byte-swapped \(>f4\)")
+    _refused(
+        launches,
+        lambda: direct.conv2d_direct(X, np.ones((4, 3, 3, 3), f32)),
+        r"X \[N, C, H, W\] must be float32 in the machine's byte order, not byte-swapped \(>f4\)",
+    )
     A = (rng.standard_normal((4, 4)) + 1j).astype(np.complex64)
     _refused(launches, lambda: tc_gemm.matmul_tc(A, A), r"A \[M, K\] must hold real floating-point numbers")
 
@@ -229,15 +264,17 @@ def test_messages_name_what_is_wrong(rng, launches):
 def test_non_finite_input_is_refused_where_the_algorithm_would_spread_it(rng, launches):
     a = _conv_args(rng)
     a["X"][0, 0, 2, 2] = np.inf
-    for conv in (fft.conv2d_fft, winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused,
-                 winograd.conv2d_winograd_f4):
+    for conv in (fft.conv2d_fft, winograd.conv2d_winograd, winograd.conv2d_winograd_nonfused, winograd.conv2d_winograd_f4):
         _refused(launches, lambda: conv(a["X"], a["W"], a["b"], 1), "X holds NaN or infinite values")
     # the direct and GEMM forms give the reference's answer: inf where a window holds the inf
     from gpulib import reference as ref
 
     want = ref.conv2d(a["X"], a["W"], a["b"], 1)
-    gpulib.validate(direct.conv2d_direct(a["X"], a["W"], a["b"], 1), want,
-                    scale=np.nanmax(np.where(np.isfinite(want), np.abs(want), np.nan)) * 4)
+    gpulib.validate(
+        direct.conv2d_direct(a["X"], a["W"], a["b"], 1),
+        want,
+        scale=np.nanmax(np.where(np.isfinite(want), np.abs(want), np.nan)) * 4,
+    )
 
 
 def test_the_cublas_stand_in_takes_only_n_and_t():
@@ -261,21 +298,23 @@ def test_the_tracer_refuses_launches_it_cannot_trace(rng):
 
 
 OUT_CALLS = {name: conv for name, conv in CONVOLUTIONS.items()}
-OUT_CALLS.update({
-    "gemm.matmul": lambda X, W, b, p, s, out: gemm.matmul(X[0, 0], X[0, 0].T.copy(), out=out),
-    "tensorcore.matmul_tc": lambda X, W, b, p, s, out: tc_gemm.matmul_tc(X[0, 0], X[0, 0].T.copy(), out=out),
-    "cnn.relu": lambda X, W, b, p, s, out: cnn.relu(X, out=out),
-    "mlp.dense_forward": lambda X, W, b, p, s, out: mlp.dense_forward(X[0, 0], np.ones((4, 5), f32), b, out=out),
-})
+OUT_CALLS.update(
+    {
+        "gemm.matmul": lambda X, W, b, p, s, out: gemm.matmul(X[0, 0], X[0, 0].T.copy(), out=out),
+        "tensorcore.matmul_tc": lambda X, W, b, p, s, out: tc_gemm.matmul_tc(X[0, 0], X[0, 0].T.copy(), out=out),
+        "cnn.relu": lambda X, W, b, p, s, out: cnn.relu(X, out=out),
+        "mlp.dense_forward": lambda X, W, b, p, s, out: mlp.dense_forward(X[0, 0], np.ones((4, 5), f32), b, out=out),
+    }
+)
 
 
 _OUT_SHAPES: dict = {}
 
 
-@settings(max_examples=40 if gpulib.on_simulator() else 1, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.sampled_from(sorted(OUT_CALLS)),
-       bad=st.sampled_from(["shape", "dtype", "host", "not an array", "non-contiguous"]))
+@settings(
+    max_examples=40 if gpulib.on_simulator() else 1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(name=st.sampled_from(sorted(OUT_CALLS)), bad=st.sampled_from(["shape", "dtype", "host", "not an array", "non-contiguous"]))
 def test_a_wrong_out_is_refused_before_any_launch(name, bad, launches):
     a = _conv_args(np.random.default_rng(0))
     X, W, b = a["X"], a["W"][:, :, :, :3], a["b"]
@@ -283,12 +322,15 @@ def test_a_wrong_out_is_refused_before_any_launch(name, bad, launches):
     if name not in _OUT_SHAPES:  # the output each call makes (run once per entry point)
         _OUT_SHAPES[name] = tuple(call(X, W, b, 1, 1, out=None).shape)
     shape = _OUT_SHAPES[name]
-    out = {"shape": lambda: gpulib.poisoned(shape[:-1] + (shape[-1] + 1,)),
-           "dtype": lambda: gpulib.cuda.to_device(np.zeros(shape, np.float64)),
-           "host": lambda: np.zeros(shape, f32),
-           "not an array": lambda: list(range(3)),
-           "non-contiguous": lambda: gpulib.cuda.to_device(np.zeros(shape[::-1], f32)).T
-           if len(shape) > 1 and shape[0] > 1 else "out"}[bad]()
+    out = {
+        "shape": lambda: gpulib.poisoned(shape[:-1] + (shape[-1] + 1,)),
+        "dtype": lambda: gpulib.cuda.to_device(np.zeros(shape, np.float64)),
+        "host": lambda: np.zeros(shape, f32),
+        "not an array": lambda: list(range(3)),
+        "non-contiguous": lambda: (
+            gpulib.cuda.to_device(np.zeros(shape[::-1], f32)).T if len(shape) > 1 and shape[0] > 1 else "out"
+        ),
+    }[bad]()
     launches["n"] = 0
     with pytest.raises((ValueError, TypeError)):
         call(X, W, b, 1, 1, out=out)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from test_assignments_nbgrader import make_course, run_nbgrader
 
 
@@ -25,8 +24,7 @@ def test_every_cheat_and_alternative_submitted_gets_what_it_should(course):
     every other test cell, and every cell of a correct alternative, scores its full points."""
     import nbformat
     from nbgrader.api import Gradebook
-
-    from test_cleanroom import ALTERNATIVES, CHEATS, submission, exercise_tests
+    from test_cleanroom import ALTERNATIVES, CHEATS, exercise_tests, submission
 
     course, env = course
     bank = {f"bank{i:02d}": (a, r, e) for i, (a, r, e) in enumerate(CHEATS)}
@@ -41,8 +39,11 @@ def test_every_cheat_and_alternative_submitted_gets_what_it_should(course):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for student, (assignment, replaced, expected) in bank.items():
             graded = nbformat.read(course / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
-            kinds = {c.metadata["nbgrader"]["grade_id"]: next((o.get("ename", "") for o in c.outputs if o.output_type == "error"), "")
-                     for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade")}
+            kinds = {
+                c.metadata["nbgrader"]["grade_id"]: next((o.get("ename", "") for o in c.outputs if o.output_type == "error"), "")
+                for c in graded.cells
+                if c.metadata.get("nbgrader", {}).get("grade")
+            }
             for grade_id, test_ids in exercise_tests(assignment).items():
                 for test_id in test_ids:
                     grade = gb.find_grade(test_id, assignment, assignment, student)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulib.grading.cleanroom import channel, judge, sandbox, screen
+from gpulib.grading.cleanroom import channel, sandbox, screen
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "assignments" / "source"
@@ -184,10 +184,15 @@ SGEMM_ONE_THREAD_LOADS = SGEMM.replace(
     "        for e in range(tid, BM * BK, 256):", "        for e in range(0, BM * BK if tid == 0 else 0):").replace(
     "        for e in range(tid, BK * BN, 256):", "        for e in range(0, BK * BN if tid == 0 else 0):")
 SGEMM_FROM_GLOBAL = SGEMM.replace(
-    "                a[i] = As[kk, ty + 16 * i]", "                a[i] = A[row0 + ty + 16 * i, k0 + kk] if row0 + ty + 16 * i < M and k0 + kk < K else 0.0").replace(
-    "                b[j] = Bs[kk, tx + 16 * j]", "                b[j] = B[k0 + kk, col0 + tx + 16 * j] if k0 + kk < K and col0 + tx + 16 * j < N else 0.0")
-UNTILED_IMPLICIT = solution_source("16_4_im2col", "implicit_gemm").split("    # 대략 25줄")[0] + \
-    """    CRS = C * R * S
+    "                a[i] = As[kk, ty + 16 * i]",
+    "                a[i] = A[row0 + ty + 16 * i, k0 + kk] if row0 + ty + 16 * i < M and k0 + kk < K else 0.0",
+).replace(
+    "                b[j] = Bs[kk, tx + 16 * j]",
+    "                b[j] = B[k0 + kk, col0 + tx + 16 * j] if k0 + kk < K and col0 + tx + 16 * j < N else 0.0",
+)
+UNTILED_IMPLICIT = (
+    solution_source("16_4_im2col", "implicit_gemm").split("    # 대략 25줄")[0]
+    + """    CRS = C * R * S
     if k < K and j < N * Ho * Wo:
         n, y, x = j // (Ho * Wo), (j // Wo) % Ho, j % Wo
         acc = 0.0
@@ -197,27 +202,46 @@ UNTILED_IMPLICIT = solution_source("16_4_im2col", "implicit_gemm").split("    # 
             if 0 <= h < H and 0 <= w < Wd:
                 acc += W[k, c, r, s] * X[n, c, h, w]
         Y[n, k, y, x] = acc
-""" + "\n\ndef conv2d_implicit" + solution_source("16_4_im2col", "implicit_gemm").split("\n\ndef conv2d_implicit")[1]
+"""
+    + "\n\ndef conv2d_implicit"
+    + solution_source("16_4_im2col", "implicit_gemm").split("\n\ndef conv2d_implicit")[1]
+)
 
 CHEATS = [
-    ("16_1_mlp", {"dense_forward_kernel": HOST_NUMPY, "dense_backward_kernels": NUMPY_IN_KERNEL,
-                  "softmax_xent_kernel": PATCH_THE_CHECK},
-     {"dense_forward_kernel": {"not_a_kernel"}, "dense_backward_kernels": {"not_compilable"},
-      "softmax_xent_kernel": {"refused"}}),
-    ("16_1_mlp", {"dense_forward_kernel": ONE_THREAD_PER_BLOCK, "dense_backward_kernels": ENVIRONMENT,
-                  "softmax_xent_kernel": REFERENCE},
-     {"dense_forward_kernel": {"thread_mapping"}, "dense_backward_kernels": {"refused"},
-      "softmax_xent_kernel": {"refused"}}),
-    ("16_5_cudnn", {"winograd_tile": WINOGRAD_BY_DEFINITION, "choose": CHOOSE_BY_NAME, "tc_gemm_kernel": GLOBAL_FRAGMENTS},
-     {"winograd_tile": {"not_transforms"}, "choose": {"refused"}, "tc_gemm_kernel": {"fragments_from_global"}}),
-    ("16_3_tiled_conv", {"conv_direct_kernel": DIRECT_ONE_THREAD, "conv_tiled_kernel": ONE_THREAD_LOADS_THE_TILE},
-     {"conv_direct_kernel": {"thread_mapping"}, "conv_tiled_kernel": {"cooperative_load"}}),
-    ("16_4_im2col", {"im2col_kernel": IM2COL_IN_NUMPY, "gemm_rowmajor": TRANSPOSED_COPIES,
-                     "implicit_gemm": X_COL_PER_CHANNEL},
-     {"im2col_kernel": {"not_compilable"}, "gemm_rowmajor": {"copied_operands"}, "implicit_gemm": {"allocation"}}),
-    ("16_4_im2col", {"gemm_rowmajor": PRODUCT_BY_HAND, "sgemm_kernel": SGEMM_ONE_THREAD_LOADS,
-                     "implicit_gemm": UNTILED_IMPLICIT},
-     {"gemm_rowmajor": {"not_from_sgemm"}, "sgemm_kernel": {"cooperative_load"}, "implicit_gemm": {"global_reads"}}),
+    (
+        "16_1_mlp",
+        {"dense_forward_kernel": HOST_NUMPY, "dense_backward_kernels": NUMPY_IN_KERNEL, "softmax_xent_kernel": PATCH_THE_CHECK},
+        {
+            "dense_forward_kernel": {"not_a_kernel"},
+            "dense_backward_kernels": {"not_compilable"},
+            "softmax_xent_kernel": {"refused"},
+        },
+    ),
+    (
+        "16_1_mlp",
+        {"dense_forward_kernel": ONE_THREAD_PER_BLOCK, "dense_backward_kernels": ENVIRONMENT, "softmax_xent_kernel": REFERENCE},
+        {"dense_forward_kernel": {"thread_mapping"}, "dense_backward_kernels": {"refused"}, "softmax_xent_kernel": {"refused"}},
+    ),
+    (
+        "16_5_cudnn",
+        {"winograd_tile": WINOGRAD_BY_DEFINITION, "choose": CHOOSE_BY_NAME, "tc_gemm_kernel": GLOBAL_FRAGMENTS},
+        {"winograd_tile": {"not_transforms"}, "choose": {"refused"}, "tc_gemm_kernel": {"fragments_from_global"}},
+    ),
+    (
+        "16_3_tiled_conv",
+        {"conv_direct_kernel": DIRECT_ONE_THREAD, "conv_tiled_kernel": ONE_THREAD_LOADS_THE_TILE},
+        {"conv_direct_kernel": {"thread_mapping"}, "conv_tiled_kernel": {"cooperative_load"}},
+    ),
+    (
+        "16_4_im2col",
+        {"im2col_kernel": IM2COL_IN_NUMPY, "gemm_rowmajor": TRANSPOSED_COPIES, "implicit_gemm": X_COL_PER_CHANNEL},
+        {"im2col_kernel": {"not_compilable"}, "gemm_rowmajor": {"copied_operands"}, "implicit_gemm": {"allocation"}},
+    ),
+    (
+        "16_4_im2col",
+        {"gemm_rowmajor": PRODUCT_BY_HAND, "sgemm_kernel": SGEMM_ONE_THREAD_LOADS, "implicit_gemm": UNTILED_IMPLICIT},
+        {"gemm_rowmajor": {"not_from_sgemm"}, "sgemm_kernel": {"cooperative_load"}, "implicit_gemm": {"global_reads"}},
+    ),
     ("16_4_im2col", {"sgemm_kernel": SGEMM_FROM_GLOBAL}, {"sgemm_kernel": {"global_reads"}}),
 ]
 
@@ -267,24 +291,37 @@ TILE_BY_ROWS = solution_source("16_3_tiled_conv", "conv_tiled_kernel").replace(
     "        for dy in range(ty, IN_TILE, TILE):\n"
     "            for dx in range(tx, IN_TILE, TILE):\n"
     "                if y0 + dy < X.shape[2] and x0 + dx < X.shape[3]:\n"
-    "                    tile[dy, dx] = X[n, c, y0 + dy, x0 + dx]\n")
-WARNING_TUNER = solution_source("16_5_cudnn", "choose").replace(
-    "        if c.supports(X.shape, W.shape):\n            continue\n",
-    "        if c.supports(X.shape, W.shape):\n            warnings.warn(f'{name}: ' + c.supports(X.shape, W.shape))\n"
-    "            continue\n").replace("def choose(", "import warnings\n\n\ndef choose(")
+    "                    tile[dy, dx] = X[n, c, y0 + dy, x0 + dx]\n",
+)
+WARNING_TUNER = (
+    solution_source("16_5_cudnn", "choose")
+    .replace(
+        "        if c.supports(X.shape, W.shape):\n            continue\n",
+        "        if c.supports(X.shape, W.shape):\n            warnings.warn(f'{name}: ' + c.supports(X.shape, W.shape))\n"
+        "            continue\n",
+    )
+    .replace("def choose(", "import warnings\n\n\ndef choose(")
+)
 ZEROING_SCALER = solution_source("16_5_cudnn", "loss_scaler").replace(
-    "            self.scale /= 2\n", "            for g in grads:\n                g[...] = 0.0  # as some frameworks do\n"
-    "            self.scale /= 2\n")
-SGEMM_CONTIGUOUS = SGEMM.replace("As = cuda.shared.array((BK, BM), float32)", "As = cuda.shared.array((BM, BK), float32)").replace(
-    "As[kk, i] = A[", "As[i, kk] = A[").replace("a[i] = As[kk, ty + 16 * i]", "a[i] = As[ty * TM + i, kk]").replace(
-    "b[j] = Bs[kk, tx + 16 * j]", "b[j] = Bs[kk, tx * TN + j]").replace(
-    "            if row0 + ty + 16 * i < M and col0 + tx + 16 * j < N:\n"
-    "                C[row0 + ty + 16 * i, col0 + tx + 16 * j] = acc[i, j]",
-    "            if row0 + ty * TM + i < M and col0 + tx * TN + j < N:\n"
-    "                C[row0 + ty * TM + i, col0 + tx * TN + j] = acc[i, j]")
+    "            self.scale /= 2\n",
+    "            for g in grads:\n                g[...] = 0.0  # as some frameworks do\n            self.scale /= 2\n",
+)
+SGEMM_CONTIGUOUS = (
+    SGEMM.replace("As = cuda.shared.array((BK, BM), float32)", "As = cuda.shared.array((BM, BK), float32)")
+    .replace("As[kk, i] = A[", "As[i, kk] = A[")
+    .replace("a[i] = As[kk, ty + 16 * i]", "a[i] = As[ty * TM + i, kk]")
+    .replace("b[j] = Bs[kk, tx + 16 * j]", "b[j] = Bs[kk, tx * TN + j]")
+    .replace(
+        "            if row0 + ty + 16 * i < M and col0 + tx + 16 * j < N:\n"
+        "                C[row0 + ty + 16 * i, col0 + tx + 16 * j] = acc[i, j]",
+        "            if row0 + ty * TM + i < M and col0 + tx * TN + j < N:\n"
+        "                C[row0 + ty * TM + i, col0 + tx * TN + j] = acc[i, j]",
+    )
+)
 IMPLICIT_BY_TAPS = solution_source("16_4_im2col", "implicit_gemm").replace(
     "        for t in range(T):\n            acc += Ws[ty, t] * Xs[t, tx]\n",
-    "        for t in range(T - 1, -1, -1):\n            acc += Xs[t, tx] * Ws[ty, t]\n")
+    "        for t in range(T - 1, -1, -1):\n            acc += Xs[t, tx] * Ws[ty, t]\n",
+)
 
 ALTERNATIVES = [
     ("16_1_mlp", {"dense_forward_kernel": GRID_STRIDE_FORWARD, "softmax_xent_kernel": ONLINE_SOFTMAX}),
@@ -303,9 +340,18 @@ def test_the_screen_passes_every_solution_and_names_the_line_it_refuses():
             if cell["metadata"].get("nbgrader", {}).get("solution"):
                 assert screen.screen("".join(cell["source"])) == [], path.name
     refused = {
-        "import os": 1, "x = 1\nfrom gpulib.grading import core": 2, "np.abs = abs": 1, "f.__globals__": 1,
-        "getattr(np, 'abs')": 1, "open('gradebook.db', 'w')": 1, "import gc": 1, "a = t._tracer": 1,
-        "exec('1')": 1, "x = 1\n\ny = np.ctypeslib": 3, "'{0.__class__}'.format(1)": 1, "global q": 1,
+        "import os": 1,
+        "x = 1\nfrom gpulib.grading import core": 2,
+        "np.abs = abs": 1,
+        "f.__globals__": 1,
+        "getattr(np, 'abs')": 1,
+        "open('gradebook.db', 'w')": 1,
+        "import gc": 1,
+        "a = t._tracer": 1,
+        "exec('1')": 1,
+        "x = 1\n\ny = np.ctypeslib": 3,
+        "'{0.__class__}'.format(1)": 1,
+        "global q": 1,
         "reference.conv2d": 1,
     }
     for source, line in refused.items():
@@ -331,11 +377,18 @@ def test_the_judge_rebuilds_data_and_refuses_anything_else():
 @pytest.mark.skipif(not sandbox.landlock_abi(), reason="this kernel has no Landlock")
 def test_the_sandbox_writes_only_in_its_own_folder(tmp_path):
     folder, outside = tmp_path / "room", tmp_path / "outside.txt"
-    code = (f"import os\nopen('inside.txt', 'w').write('x')\n"
-            f"try:\n    open({str(outside)!r}, 'w')\n    print('outside written')\nexcept OSError:\n    print('refused')\n"
-            f"print(sorted(k for k in os.environ if k.startswith('NBGRADER')))")
-    result = subprocess.run(sandbox.command(str(folder), [sys.executable, "-c", code]), capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin", "NBGRADER_EXECUTION": "autograde"}, timeout=60)
+    code = (
+        f"import os\nopen('inside.txt', 'w').write('x')\n"
+        f"try:\n    open({str(outside)!r}, 'w')\n    print('outside written')\nexcept OSError:\n    print('refused')\n"
+        f"print(sorted(k for k in os.environ if k.startswith('NBGRADER')))"
+    )
+    result = subprocess.run(
+        sandbox.command(str(folder), [sys.executable, "-c", code]),
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "NBGRADER_EXECUTION": "autograde"},
+        timeout=60,
+    )
     assert result.stdout.split() == ["refused", "[]"], result.stdout + result.stderr
     assert (folder / "inside.txt").exists() and not outside.exists()
 
@@ -358,10 +411,17 @@ def test_the_speed_checks_reference_kernels_compile_for_a_gpu():
         "    fn = getattr(importlib.import_module(module), attr).py_func\n"
         "    sig = tuple(types.Array(from_dtype(np.dtype(d)), n, 'C') for d, n in args)\n"
         "    ptx, _ = cuda.compile_ptx(fn, sig, cc=c.CC)\n"
-        "    print(name, len(ptx))\n")
+        "    print(name, len(ptx))\n"
+    )
     import os
 
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                            env=dict(os.environ, GPULIB_BACKEND="ptx"), cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, GPULIB_BACKEND="ptx"),
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(result.stdout.split("\n")) > len(REFERENCE_KERNELS), result.stdout

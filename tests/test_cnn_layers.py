@@ -2,14 +2,14 @@
 
 import numpy as np
 import pytest
+from conftest import MAX_EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_conv_direct import conv_cases, make
 
 import gpulib
 from gpulib import cnn
 from gpulib import reference as ref
-from conftest import MAX_EXAMPLES
-from test_conv_direct import conv_cases, make
 
 
 @settings(max_examples=MAX_EXAMPLES, deadline=None)

@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+from conftest import MAX_EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gpulib
 from gpulib import reference as ref
-from gpulib.conv.direct import VERSIONS, conv2d_direct as conv2d
-from conftest import MAX_EXAMPLES
+from gpulib.conv.direct import VERSIONS
+from gpulib.conv.direct import conv2d_direct as conv2d
 
 
 @st.composite

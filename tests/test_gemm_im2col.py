@@ -3,8 +3,10 @@ through im2col + GEMM and through implicit GEMM against the float64 reference.""
 
 import numpy as np
 import pytest
+from conftest import MAX_EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_conv_direct import conv_cases, make
 
 import gpulib
 from gpulib import gemm
@@ -12,8 +14,6 @@ from gpulib import reference as ref
 from gpulib.arrays import to_device
 from gpulib.conv import im2col as I
 from gpulib.conv.algorithms import ALGORITHMS
-from conftest import MAX_EXAMPLES
-from test_conv_direct import conv_cases, make
 
 
 @pytest.mark.parametrize("version", gemm.VERSIONS)

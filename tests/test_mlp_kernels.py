@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import MAX_EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,6 @@ from gpulib.mlp import (
     softmax_cross_entropy,
     softmax_cross_entropy_backward,
 )
-from conftest import MAX_EXAMPLES
 
 ACTIVATIONS = st.sampled_from(["identity", "relu", "sigmoid", "tanh"])
 dims = st.integers(min_value=1, max_value=37)  # odd sizes: not multiples of the 16x16 block

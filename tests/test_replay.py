@@ -4,9 +4,9 @@
 import numpy as np
 import pytest
 
+from gpulib.cnn.book_model import BookCNN
 from gpulib.env import cuda, on_gpu
 from gpulib.gemm import api
-from gpulib.cnn.book_model import BookCNN
 from gpulib.launch import BoundLaunch
 from gpulib.playbook.replay import RecordingError, ReplayedStep, record
 

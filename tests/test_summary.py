@@ -1,19 +1,18 @@
 """16.6: the book's model, its profiler and memory estimator, the tree reductions, the roofline,
 im2col with compiled-in sizes, grids beyond 65,535 planes, and the CUDA C kernels (on a GPU)."""
 
-import json
 
 import numpy as np
 import pytest
 
 import gpulib
 from gpulib import reference as ref
-from gpulib.bench import measure as M
 from gpulib.bench import book_model as bench
+from gpulib.bench import measure as M
 from gpulib.cnn import layers as CL
+from gpulib.cnn.book_model import BookCNN, reference_grads, reference_loss
 from gpulib.conv import cuda_c, direct
 from gpulib.playbook import memory, patterns, roofline
-from gpulib.cnn.book_model import BookCNN, reference_grads, reference_loss
 from gpulib.playbook.profile import Profiler
 from gpulib.reductions.softmax import softmax_rows
 

@@ -3,13 +3,13 @@ operands; shapes that are not multiples of 16 are padded; on a GPU the SASS hold
 
 import numpy as np
 import pytest
+from conftest import MAX_EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_conv_direct import conv_cases, make
 
 import gpulib
 from gpulib.gemm import tensorcore as T
-from conftest import MAX_EXAMPLES
-from test_conv_direct import conv_cases, make
 
 
 @pytest.mark.parametrize("version", T.VERSIONS)
@@ -175,7 +175,7 @@ from gpulib.tensorcore import layout  # noqa: E402
 def test_every_element_has_exactly_one_lane_and_register(matrix):
     lane_of, index_of = layout.owners(matrix)
     assert (lane_of >= 0).all()  # every element owned
-    pairs = {(int(l), int(i)) for l, i in zip(lane_of.ravel(), index_of.ravel())}
+    pairs = {(int(ln), int(i)) for ln, i in zip(lane_of.ravel(), index_of.ravel())}
     assert len(pairs) == lane_of.size == 32 * layout.PER_LANE[matrix]  # nobody owns two, none shared
     assert all(np.count_nonzero(lane_of == lane) == layout.PER_LANE[matrix] for lane in range(32))
 

@@ -12,9 +12,9 @@ from gpulib.style import use_korean_font  # noqa: E402
 
 assert use_korean_font(), "the NanumGothic font of koreanize-matplotlib should be installed"
 
-from gpulib.data import Split, load_digits
-from gpulib.mlp import MLP, History, train
-from gpulib.figures.learning_rate_explorer import LearningRateExplorer, quadratic_path, quadratic_regime
+from gpulib.data import Split, load_digits  # noqa: E402  (after the font check)
+from gpulib.figures.learning_rate_explorer import LearningRateExplorer, quadratic_path, quadratic_regime  # noqa: E402  (after the font check)
+from gpulib.mlp import MLP, History, train  # noqa: E402  (after the font check)
 
 
 @pytest.fixture(scope="module")

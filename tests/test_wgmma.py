@@ -166,11 +166,14 @@ def test_v5_refuses_what_it_cannot_take():
 def test_a_tensor_map_needs_a_2d_fp16_array_of_whole_16_byte_rows():
     from gpulib.tensorcore import tma
 
-    with pytest.raises(ValueError, match=r"array must be a 2-D to 4-D fp16 array \(or uint16 holding bf16 words\), not 2-D float32"):
+    with pytest.raises(ValueError, match=r"array must be a 2-D to 4-D fp16 array \(or uint16 holding bf16 words\), "
+                                          r"not 2-D float32"):
         tma.tensor_map(cuda.to_device(np.ones((8, 64), np.float32)), 8)
     with pytest.raises(ValueError, match="C-contiguous with a last dimension of a multiple of 8 values"):
         tma.tensor_map(cuda.to_device(np.ones((8, 12), np.float16)), 8)
-    with pytest.raises(ValueError, match=r"box must give each of the 2 dimensions 1..256 values and the last one 64 .*, not \(300, 64\)"):
+    with pytest.raises(
+        ValueError, match=r"box must give each of the 2 dimensions 1..256 values and the last one 64 .*, not \(300, 64\)"
+    ):
         tma.tensor_map(cuda.to_device(np.ones((8, 64), np.float16)), 300)
     with pytest.raises(ValueError, match=r"box must give each of the 4 dimensions .*, not \(1, 4, 32\)"):
         tma.tensor_map_box(cuda.to_device(np.ones((2, 5, 9, 8), np.float16)), (1, 4, 32))
@@ -250,11 +253,14 @@ def test_wgmma_conv_is_the_fp16_convolution(rng, padding, stride):
         TC.launch_wgmma(Xn, Wk, bias, gpulib.poisoned((N * Ho * Wo, K + 1)), (2, 9, 8, R, R), padding, stride)
 
 
-@pytest.mark.parametrize("shape", [
-    (2, 5, 9, 8, 70, 3, 1),  # C = 5 padded to 8 (the box's other 56 channels arrive as zeros), K over 2 blocks
-    (1, 72, 6, 11, 20, 3, 2),  # two 64-channel steps per tap, a 2-wide border of zeros
-    (1, 8, 20, 40, 8, 1, 0),  # 3 x 3 patches of 8 x 16 pixels, the last row and column of patches ragged
-])
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 5, 9, 8, 70, 3, 1),  # C = 5 padded to 8 (the box's other 56 channels arrive as zeros), K over 2 blocks
+        (1, 72, 6, 11, 20, 3, 2),  # two 64-channel steps per tap, a 2-wide border of zeros
+        (1, 8, 20, 40, 8, 1, 0),  # 3 x 3 patches of 8 x 16 pixels, the last row and column of patches ragged
+    ],
+)
 def test_tma_conv_is_the_fp16_convolution(rng, shape):
     """Conv v4: every tap's box of X moved by (r - padding, s - padding), zeros where it leaves
     the image; its own NHWC output poisoned, so a pixel or filter left unwritten fails."""

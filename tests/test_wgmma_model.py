@@ -67,7 +67,9 @@ def test_the_swizzle_matters_to_the_reader(rng):
 
 def test_a_tile_must_start_on_an_atom_and_fit_its_image():
     smem = np.zeros(4096, np.uint8)
-    with pytest.raises(ValueError, match="must start on a 1024-byte boundary or a 16-byte step inside its first 128-byte row, not at byte 512"):
+    with pytest.raises(
+        ValueError, match="must start on a 1024-byte boundary or a 16-byte step inside its first 128-byte row, not at byte 512"
+    ):
         W.write_kmajor(smem, 512, np.ones((8, 16)), "128B")
     with pytest.raises(ValueError, match="a 64-row tile at byte 0 ends at byte 8192, past the image's 4096 bytes"):
         W.write_kmajor(smem, 0, np.ones((64, 16)), "128B")
@@ -91,7 +93,7 @@ def test_moving_the_start_32_bytes_along_k_reads_the_next_slice(rng):
     W.write_kmajor(smem, 0, A, "128B")
     for j in range(4):
         got = W.read_kmajor(smem, smem_layout.descriptor(32 * j, 16, 1024, "128B"), 64)
-        np.testing.assert_array_equal(got, A[:, 16 * j:16 * j + 16].astype(np.float16))
+        np.testing.assert_array_equal(got, A[:, 16 * j : 16 * j + 16].astype(np.float16))
     with pytest.raises(ValueError, match="K = 72 fp16 values from byte 0 of a row pass its 128 bytes"):
         W.write_kmajor(smem, 0, np.ones((8, 72)), "128B")
 

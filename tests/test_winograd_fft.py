@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import MAX_EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,7 +10,6 @@ import gpulib
 from gpulib import reference as ref
 from gpulib.conv import fft, winograd
 from gpulib.conv.algorithms import ALGORITHMS, direct_multiplications
-from conftest import MAX_EXAMPLES
 
 
 @st.composite

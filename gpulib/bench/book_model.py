@@ -38,14 +38,14 @@ from gpulib import reference as ref
 from gpulib.bench import measure as M
 from gpulib.book_layers import LAYER, flop, layer_inputs
 from gpulib.check import poisoned, validate
+from gpulib.cnn.book_model import NO_PROFILER, BookCNN, reference_grads
 from gpulib.conv import autotune, cuda_c
 from gpulib.conv import im2col as I
 from gpulib.data import load_digits
 from gpulib.env import cuda
 from gpulib.mlp.train import train
 from gpulib.playbook import memory, roofline
-from gpulib.cnn.book_model import NO_PROFILER, BookCNN, reference_grads
-from gpulib.playbook.profile import Profiler, used_bytes
+from gpulib.playbook.profile import Profiler
 from gpulib.playbook.replay import ReplayedStep
 from gpulib.reductions.softmax import softmax_rows
 from gpulib.timing import benchmark
@@ -194,7 +194,7 @@ def measure_limits(repeat: int = 10) -> dict:
     csrc, cdst = cupy.asarray(src), cupy.asarray(dst)
     library_copy = benchmark(lambda: cupy.copyto(cdst, csrc), repeat=repeat, flush_l2=False)
     hbm_library = 2.0 * 4 * n / (library_copy.median_ms * 1e-3)
-    del src, dst, csrc, cdst
+    src = dst = csrc = cdst = None  # freed now (the timed lambdas hold them otherwise)
     rates = {}
     size = 8192
     for fmt, dtype, tf32 in (("fp32", torch.float32, False), ("tf32", torch.float32, True),
@@ -204,16 +204,22 @@ def measure_limits(repeat: int = 10) -> dict:
         B = torch.randn(size, size, device="cuda", dtype=dtype)
         t = benchmark(lambda: torch.matmul(A, B), repeat=repeat, flush_l2=False)
         rates[fmt] = 2.0 * size**3 / (t.median_ms * 1e-3)
-        del A, B
+        A = B = None  # freed now (the timed lambdas hold them otherwise)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.cuda.empty_cache()
     name = M.header(repeat)["device"]
-    return dict(datasheet=roofline.datasheet(name),
-                measured=dict(fp32_fma=fma_flops, hbm_copy=hbm, hbm_cupy_copy=hbm_library, **{f"cublas_{k}": v for k, v in rates.items()}),
-                how=dict(fp32_fma=f"Numba kernel, {threads} threads x 8 independent FMA chains x {iterations}",
-                         hbm_copy="Numba copy of 1 GiB, one element per thread (read + write)",
-                         hbm_cupy_copy="cupy.copyto of 1 GiB (read + write)",
-                         cublas=f"torch.matmul {size}^3 (cuBLAS); fp32 with TF32 off"))
+    return dict(
+        datasheet=roofline.datasheet(name),
+        measured=dict(
+            fp32_fma=fma_flops, hbm_copy=hbm, hbm_cupy_copy=hbm_library, **{f"cublas_{k}": v for k, v in rates.items()}
+        ),
+        how=dict(
+            fp32_fma=f"Numba kernel, {threads} threads x 8 independent FMA chains x {iterations}",
+            hbm_copy="Numba copy of 1 GiB, one element per thread (read + write)",
+            hbm_cupy_copy="cupy.copyto of 1 GiB (read + write)",
+            cublas=f"torch.matmul {size}^3 (cuBLAS); fp32 with TF32 off",
+        ),
+    )
 
 
 # ------------------------------------------------------------------ memory
@@ -243,8 +249,14 @@ def measure_memory(batches=MEMORY_BATCHES, configs=MEMORY_CONFIGS) -> list[dict]
                 _free_everything()
                 if flush:
                     est = memory.estimate(batch, CHANNELS, **config)
-                    row = dict(config=title, batch=batch, estimate=est.peak_bytes, estimate_at=est.peak_at,
-                               by_kind=est.by_kind, measured_live=prof.peak_above_base)
+                    row = dict(
+                        config=title,
+                        batch=batch,
+                        estimate=est.peak_bytes,
+                        estimate_at=est.peak_at,
+                        by_kind=est.by_kind,
+                        measured_live=prof.peak_above_base,
+                    )
                 else:
                     row["measured_as_run"] = prof.peak_above_base
             rows.append(row)
@@ -277,9 +289,12 @@ def measure_playbook(repeat: int = 20) -> dict:
         return float((Y.double() - exact).abs().max() / exact.abs().max())
 
     # the defaults: TF32 on for convolutions, off for matmul since PyTorch 1.12
-    out["defaults"] = dict(cudnn_allow_tf32=bool(torch.backends.cudnn.allow_tf32),
-                           matmul_allow_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
-                           cudnn_benchmark=bool(torch.backends.cudnn.benchmark), torch=torch.__version__)
+    out["defaults"] = dict(
+        cudnn_allow_tf32=bool(torch.backends.cudnn.allow_tf32),
+        matmul_allow_tf32=bool(torch.backends.cuda.matmul.allow_tf32),
+        cudnn_benchmark=bool(torch.backends.cudnn.benchmark),
+        torch=torch.__version__,
+    )
     rows = []
     for bench_on in (False, True):
         for tf32 in (True, False):
@@ -328,7 +343,8 @@ def measure_playbook(repeat: int = 20) -> dict:
         X_dev, W_dev, b_dev = cuda.to_device(Xn), cuda.to_device(Wn), cuda.to_device(bn)
         Y = cuda.device_array((n, L["K"], L["H"], L["W"]), np.float32)
         gpulib_run = lambda X_dev=X_dev, W_dev=W_dev, b_dev=b_dev, Y=Y: front.conv2d(  # noqa: E731
-            X_dev, W_dev, b_dev, 1, 1, algorithm="implicit_precomp_gemm", out=Y)
+            X_dev, W_dev, b_dev, 1, 1, algorithm="implicit_precomp_gemm", out=Y
+        )
         gpulib_run()
         validate(Y, M.reference_conv(Xn, Wn, bn, layer)[0], scale=M.magnitude(Xn, Wn, bn, layer), name="conv")
         wall, event = _wall_and_events(gpulib_run)
@@ -363,8 +379,7 @@ def measure_im2col(repeat: int = 20) -> dict:
         "Numba v2 (sizes compiled in)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v2"),
         "Numba v3 (compiled in, unsigned 32-bit)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v3"),
         "CUDA C, sizes at run time": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out),
-        "CUDA C, sizes as template constants": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out,
-                                                                                 fixed_sizes=True),
+        "CUDA C, sizes as template constants": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out, fixed_sizes=True),
     }
     rows = []
     for name, run in runs.items():
@@ -399,12 +414,12 @@ def measure_cuda_c(repeat: int = 10) -> dict:
     scale = M.magnitude(X, W, b, L)
     X_dev, W_dev, b_dev = cuda.to_device(X), cuda.to_device(W), cuda.to_device(b)
     rows = []
-    for name, run in (("Numba direct v1", lambda out: direct.conv2d_direct(X_dev, W_dev, b_dev, 1, 1, out=out, version="v1")),
-                      ("CUDA C direct (one thread per output)",
-                       lambda out: cuda_c.conv2d_direct_c(X_dev, W_dev, b_dev, 1, 1, out=out))):
+    for name, run in (
+        ("Numba direct v1", lambda out: direct.conv2d_direct(X_dev, W_dev, b_dev, 1, 1, out=out, version="v1")),
+        ("CUDA C direct (one thread per output)", lambda out: cuda_c.conv2d_direct_c(X_dev, W_dev, b_dev, 1, 1, out=out)),
+    ):
         Y = poisoned(want.shape)
-        rows.append(M.checked_row(name, lambda run=run, Y=Y: run(Y), want, out=Y, flop=flop(L), scale=scale,
-                                  repeat=repeat))
+        rows.append(M.checked_row(name, lambda run=run, Y=Y: run(Y), want, out=Y, flop=flop(L), scale=scale, repeat=repeat))
     return dict(layer=L, rows=rows)
 
 
@@ -425,8 +440,16 @@ def measure_softmax(repeat: int = 20) -> list[dict]:
         # one thread adds up 32768 terms in a row, each rounding: a looser bound than the tree's
         serial_err = validate(got, want, rtol=1e-4, name="softmax_xent (one thread per row)").rel_err
         one = benchmark(lambda: mlp.softmax_cross_entropy(Z_dev, labels_dev), repeat=repeat).median_ms
-        rows.append(dict(rows=rows_n, cols=cols, tree_ms=tree, thread_per_row_ms=one, tree_rel_err=tree_err,
-                         thread_per_row_rel_err=serial_err))
+        rows.append(
+            dict(
+                rows=rows_n,
+                cols=cols,
+                tree_ms=tree,
+                thread_per_row_ms=one,
+                tree_rel_err=tree_err,
+                thread_per_row_rel_err=serial_err,
+            )
+        )
     return rows
 
 
@@ -457,9 +480,16 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     loss, grads = model.loss_and_grads(X_dev, y_dev)
     t_loss = torch_loss()
     t_loss.backward()
-    grad_errors = [validate(g, p.grad.detach().cpu().numpy().astype(np.float64),
-                            scale=float(p.grad.abs().max()) or 1.0, rtol=1e-4, name=f"grad {i} vs PyTorch").rel_err
-                   for i, (g, p) in enumerate(zip(grads, params))]
+    grad_errors = [
+        validate(
+            g,
+            p.grad.detach().cpu().numpy().astype(np.float64),
+            scale=float(p.grad.abs().max()) or 1.0,
+            rtol=1e-4,
+            name=f"grad {i} vs PyTorch",
+        ).rel_err
+        for i, (g, p) in enumerate(zip(grads, params))
+    ]
     loss_diff = abs(loss - float(t_loss))
 
     def torch_step():
@@ -484,8 +514,10 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     # the same step recorded once and replayed (gpulib/playbook/replay.py), as launches and as one
     # CUDA graph; first three steps each from the same weights, which must end equal
     steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS)}
-    replayed = {"replayed": ReplayedStep(steps["replayed"], batch, lr),
-                "graph": ReplayedStep(steps["graph"], batch, lr, graph=True)}
+    replayed = {
+        "replayed": ReplayedStep(steps["replayed"], batch, lr),
+        "graph": ReplayedStep(steps["graph"], batch, lr, graph=True),
+    }
     start = model.host_params()
     for m in steps.values():
         for p, value in zip(m.params, start):
@@ -495,8 +527,9 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         for run in replayed.values():
             run(X_dev, y_dev)
     eager_params = model.host_params()
-    replay_diff = {name: max(float(np.abs(a - b).max()) for a, b in zip(eager_params, steps[name].host_params()))
-                   for name in replayed}
+    replay_diff = {
+        name: max(float(np.abs(a - b).max()) for a, b in zip(eager_params, steps[name].host_params())) for name in replayed
+    }
     rec = replayed["replayed"].recording
     cuda.synchronize()
     t0 = time.perf_counter()
@@ -510,17 +543,31 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     gpu_ms = benchmark(graph.replay, repeat=repeat, flush_l2=False).median_ms if graph is not None else None
 
     gpulib_ms = median_wall_ms(gpulib_step, repeat, warmup=3, synchronize=both_synchronized)
-    replayed_ms = {name: median_wall_ms(lambda run=run: run(X_dev, y_dev), repeat, warmup=3,
-                                        synchronize=both_synchronized) for name, run in replayed.items()}
+    replayed_ms = {
+        name: median_wall_ms(lambda run=run: run(X_dev, y_dev), repeat, warmup=3, synchronize=both_synchronized)
+        for name, run in replayed.items()
+    }
     torch_ms = median_wall_ms(torch_step, repeat, warmup=3, synchronize=both_synchronized)
-    return dict(batch=batch, channels=CHANNELS, gpulib_ms=gpulib_ms, torch_ms=torch_ms, ratio=gpulib_ms / torch_ms,
-                gpu_ms=gpu_ms, replayed_ms=replayed_ms["replayed"], graph_ms=replayed_ms["graph"],
-                graph_built=replayed["graph"].graph is not None, graph_error=replayed["graph"].graph_error,
-                launches=len(rec.entries),
-                replay_python_us_per_launch=python_us, replay_max_abs_diff=replay_diff,
-                step_timing=f"median of {repeat} steps' wall time, each ended by synchronizing the GPU",
-                grad_rel_err=grad_errors, loss_diff=loss_diff, torch=torch.__version__,
-                algorithms=[p for p in model.algorithms])
+    return dict(
+        batch=batch,
+        channels=CHANNELS,
+        gpulib_ms=gpulib_ms,
+        torch_ms=torch_ms,
+        ratio=gpulib_ms / torch_ms,
+        gpu_ms=gpu_ms,
+        replayed_ms=replayed_ms["replayed"],
+        graph_ms=replayed_ms["graph"],
+        graph_built=replayed["graph"].graph is not None,
+        graph_error=replayed["graph"].graph_error,
+        launches=len(rec.entries),
+        replay_python_us_per_launch=python_us,
+        replay_max_abs_diff=replay_diff,
+        step_timing=f"median of {repeat} steps' wall time, each ended by synchronizing the GPU",
+        grad_rel_err=grad_errors,
+        loss_diff=loss_diff,
+        torch=torch.__version__,
+        algorithms=[p for p in model.algorithms],
+    )
 
 
 PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax")
@@ -550,9 +597,15 @@ def measure(repeat: int = 20, progress=print, parts=PARTS) -> dict:
     if "breakdown" in parts:
         progress("breakdown ...")
         results["breakdown"] = measure_breakdown()
-    for part, fn in (("limits", measure_limits), ("memory", measure_memory), ("playbook", measure_playbook),
-                     ("im2col", measure_im2col), ("cuda_c", measure_cuda_c), ("softmax", measure_softmax),
-                     ("pytorch", measure_pytorch)):
+    for part, fn in (
+        ("limits", measure_limits),
+        ("memory", measure_memory),
+        ("playbook", measure_playbook),
+        ("im2col", measure_im2col),
+        ("cuda_c", measure_cuda_c),
+        ("softmax", measure_softmax),
+        ("pytorch", measure_pytorch),
+    ):
         if part in parts:
             progress(f"{part} ...")
             try:
@@ -577,20 +630,28 @@ def table(results: dict) -> str:
         lines.append(f"FAILED {part}: {why}")
     t = results.get("training")
     if t:
-        lines.append(f"training: picks {[p['pick'] for p in t['picks'].values()]}, {t['steps']} steps in "
-                     f"{t['seconds']:.1f} s, test accuracy {t['test_acc'][-1]:.1%}, "
-                     f"grad rel err max {max(t['grad_rel_err']):.1e}")
+        lines.append(
+            f"training: picks {[p['pick'] for p in t['picks'].values()]}, {t['steps']} steps in "
+            f"{t['seconds']:.1f} s, test accuracy {t['test_acc'][-1]:.1%}, "
+            f"grad rel err max {max(t['grad_rel_err']):.1e}"
+        )
     for bd in results.get("breakdown", []):
-        lines.append(f"breakdown, batch {bd['batch']}, {bd['algorithms']}, {bd['reduction']}: GPU {bd['step_gpu_ms']:.3f} ms, wall {bd['step_wall_ms']:.3f} ms")
+        lines.append(
+            f"breakdown, batch {bd['batch']}, {bd['algorithms']}, {bd['reduction']}: "
+            f"GPU {bd['step_gpu_ms']:.3f} ms, wall {bd['step_wall_ms']:.3f} ms"
+        )
         for o in bd["ops"]:
             lines.append(f"  {o['op']:<20} {o['ms']:.4f} ms (wall {o['wall_ms']:.3f})  {', '.join(o['kernels'])}")
     lim = results.get("limits")
     if lim:
-        lines.append("limits (measured, TFLOP/s or TB/s): " + ", ".join(f"{k} {v / 1e12:.1f}"
-                                                                     for k, v in lim["measured"].items()))
+        lines.append(
+            "limits (measured, TFLOP/s or TB/s): " + ", ".join(f"{k} {v / 1e12:.1f}" for k, v in lim["measured"].items())
+        )
     for r in results.get("memory", []):
-        lines.append(f"memory {r['config']:<30} N={r['batch']:>6}: estimate {r['estimate'] / 2**20:8.1f} MiB, "
-                     f"live {r['measured_live'] / 2**20:8.1f}, as run {r['measured_as_run'] / 2**20:8.1f}")
+        lines.append(
+            f"memory {r['config']:<30} N={r['batch']:>6}: estimate {r['estimate'] / 2**20:8.1f} MiB, "
+            f"live {r['measured_live'] / 2**20:8.1f}, as run {r['measured_as_run'] / 2**20:8.1f}"
+        )
     pb = results.get("playbook")
     if pb:
         lines.append(f"defaults: {pb['defaults']}")
@@ -606,19 +667,24 @@ def table(results: dict) -> str:
         for r in cc["rows"]:
             lines.append(f"cuda_c {r['name']:<40} {r['ms']:.3f} ms rel err {r['rel_err']:.1e}")
     for r in results.get("softmax", []):
-        lines.append(f"softmax {r['rows']}x{r['cols']}: tree {r['tree_ms']:.4f} ms, thread per row "
-                     f"{r['thread_per_row_ms']:.4f} ms")
+        lines.append(
+            f"softmax {r['rows']}x{r['cols']}: tree {r['tree_ms']:.4f} ms, thread per row {r['thread_per_row_ms']:.4f} ms"
+        )
     pt = results.get("pytorch")
     if pt:
-        lines.append(f"one training step, batch {pt['batch']}: gpulib {pt['gpulib_ms']:.3f} ms, PyTorch {pt['torch']} "
-                     f"{pt['torch_ms']:.3f} ms ({pt['ratio']:.2f}x PyTorch's time); gradients within "
-                     f"{max(pt['grad_rel_err']):.1e}, loss within {pt['loss_diff']:.1e}")
+        lines.append(
+            f"one training step, batch {pt['batch']}: gpulib {pt['gpulib_ms']:.3f} ms, PyTorch {pt['torch']} "
+            f"{pt['torch_ms']:.3f} ms ({pt['ratio']:.2f}x PyTorch's time); gradients within "
+            f"{max(pt['grad_rel_err']):.1e}, loss within {pt['loss_diff']:.1e}"
+        )
         if "replayed_ms" in pt:
             if pt.get("gpu_ms"):
                 lines.append(f"  the step's kernels take {pt['gpu_ms']:.3f} ms of GPU time (events around the graph)")
-            lines.append(f"  recorded once, replayed: {pt['replayed_ms']:.3f} ms ({pt['replayed_ms'] / pt['torch_ms']:.2f}x), "
-                         f"as one CUDA graph: {pt['graph_ms']:.3f} ms ({pt['graph_ms'] / pt['torch_ms']:.2f}x, built: "
-                         f"{pt['graph_built']}); {pt['launches']} launches, "
-                         f"{pt['replay_python_us_per_launch']:.1f} us of Python each; parameters after 3 steps "
-                         f"differ from eager by {pt['replay_max_abs_diff']}")
+            lines.append(
+                f"  recorded once, replayed: {pt['replayed_ms']:.3f} ms ({pt['replayed_ms'] / pt['torch_ms']:.2f}x), "
+                f"as one CUDA graph: {pt['graph_ms']:.3f} ms ({pt['graph_ms'] / pt['torch_ms']:.2f}x, built: "
+                f"{pt['graph_built']}); {pt['launches']} launches, "
+                f"{pt['replay_python_us_per_launch']:.1f} us of Python each; parameters after 3 steps "
+                f"differ from eager by {pt['replay_max_abs_diff']}"
+            )
     return "\n".join(lines)

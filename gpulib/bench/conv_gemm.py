@@ -29,8 +29,7 @@ from gpulib.book_layers import LAYER, describe, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv.direct import conv2d_direct
 from gpulib.conv.im2col import conv2d_im2col, im2col
-from gpulib.conv.implicit_gemm import (TILE, conv2d_implicit_gemm, conv2d_implicit_precomp_gemm,
-                                       row_table)
+from gpulib.conv.implicit_gemm import TILE, conv2d_implicit_gemm, conv2d_implicit_precomp_gemm, row_table
 from gpulib.env import cuda
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.gemm import matmul
@@ -74,7 +73,7 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shap
     cA, cB = cupy.asarray(A_dev).astype(cupy.float64), cupy.asarray(B_dev).astype(cupy.float64)
     want = cupy.asnumpy(cA @ cB)
     scale = float((cupy.abs(cA) @ cupy.abs(cB)).max())
-    del cA, cB
+    cA = cB = None  # freed now (the timed lambdas hold them otherwise)
     runs = [("gpulib gemm v1 (naive)", "v1", None), ("gpulib gemm v2 (shared tiles 16x16)", "v2", None)]
     runs += [(f"gpulib gemm v3 ({_shape_name(t)})", "v3", t) for t in shapes]
     runs += [(f"gpulib gemm v4 ({_shape_name(t)}, double-buffered)", "v4", t) for t in shapes_v4]
@@ -113,7 +112,7 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
         rows.append(M.checked_row(f"GEMM alone: {label} on X_col",
                                   lambda: matmul(W_mat, X_col, version=version, out=Y_mat), want_mat,
                                   flop=total, scale=scale, repeat=repeat, kind="gemm"))
-    del X_col, Y_mat
+    X_col = Y_mat = None  # freed now (the timed lambdas hold them otherwise)
 
     def add(name, kind, conv, **options):
         out = poisoned(want.shape)
@@ -156,7 +155,7 @@ def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
         used = before - _free_bytes()
         rows.append(dict(sweep=sweep, R=R, N=N, x_bytes=X.nbytes, x_col_bytes=X_col.nbytes,
                          x_col_measured_bytes=used, method="im2col"))
-        del X_col
+        X_col = None  # freed now (the timed lambdas hold them otherwise)
         W = cuda.to_device(np.ones((L["K"], L["C"], R, R), np.float32) / (L["C"] * R * R))
         Y = cuda.device_array((N, L["K"], L["H"], L["W"]), np.float32)
         bias = cuda.to_device(np.zeros(L["K"], np.float32))
@@ -166,7 +165,7 @@ def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
         used = before - _free_bytes()
         rows.append(dict(sweep=sweep, R=R, N=N, x_bytes=X.nbytes, x_col_bytes=0, x_col_measured_bytes=used,
                          method="implicit", table_bytes=table.nbytes))
-        del X, W, Y, table, bias
+        X = W = Y = table = bias = None  # freed now (the timed lambdas hold them otherwise)
     return rows
 
 

@@ -39,12 +39,12 @@ from gpulib.bench import measure as M
 from gpulib.book_layers import LAYER, LAYERS, describe, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv import autotune
+from gpulib.conv import tensorcore as TC
 from gpulib.conv.algorithms import ALGORITHMS
 from gpulib.conv.implicit_gemm import row_table
 from gpulib.env import cuda
-from gpulib.gemm.kernels import block_threads
-from gpulib.conv import tensorcore as TC
 from gpulib.gemm import tensorcore as TG
+from gpulib.gemm.kernels import block_threads
 from gpulib.timing import benchmark
 
 RESULTS = M.RESULTS_DIR / "cudnn_tensorcore.json"
@@ -192,7 +192,6 @@ def measure_resources(repeat: int = 20) -> dict:
     kernels["tensor-core conv v1 (NCHW)"] = M.kernel_resources(TC.tc_conv_kernel, TC.THREADS)
     X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)
     N, K, Ho, Wo = want.shape
-    shape = (N, L["H"], L["W"], L["R"], L["S"])
     grid = (blocks(N * Ho * Wo, TC.V2_BM), blocks(Wt.shape[1], TC.V2_BN))
     uncapped = numba_cuda.jit(link=wmma.LINK)(TC.tc_conv_nhwc_kernel.py_func)
     rows = []
@@ -289,7 +288,7 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
                 rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}, {config}",
                                           lambda: launch(A_dev, Bt_dev, C, config), want, out=C, flop=flop,
                                           scale=scale, repeat=repeat))
-                del C
+                C = None  # freed now (the timed lambdas hold them otherwise)
         cC = cupy.empty((S, S), cupy.float16)
         rows.append(M.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
                                   flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
@@ -304,9 +303,9 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
                          M.checked_row("cuBLAS fp16 (CuPy), C = A·B", lambda: cupy.matmul(cA, cB, out=cC), want,
                                        flop=flop, scale=scale, rtol=2e-3, repeat=repeat)]
             entry["wmma_rows"] = M.with_ratio(wmma_rows, wmma_rows[-1]["ms"])
-            del C, B_dev, cB
+            C = B_dev = cB = None  # freed now (the timed lambdas hold them otherwise)
         out.append(entry)
-        del A_dev, Bt_dev, cA, cBt, cC
+        A_dev = Bt_dev = cA = cBt = cC = None  # freed now (the timed lambdas hold them otherwise)
     conv = measure_wgmma_conv(repeat)
     kernels = {f"{version} {config}": dict(M.kernel_resources(kernel, threads), dynamic_shared_bytes=shared,
                                            sass=M.sass_mix(kernel, WGMMA_SASS))
@@ -333,7 +332,7 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
     cA, cBt = (cupy.asarray(precision.from_bf16_bits(w)).astype(cupy.float64) for w in (A_words, Bt_words))
     want = cupy.asnumpy(cA @ cBt.T)
     scale = float((cupy.abs(cA) @ cupy.abs(cBt).T).max())
-    del cA, cBt
+    cA = cBt = None  # freed now (the timed lambdas hold them otherwise)
     flop = 2.0 * S**3
     A_dev, Bt_dev = cuda.to_device(A_words), cuda.to_device(Bt_words)
     rows = []
@@ -343,7 +342,7 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
         rows.append(M.checked_row(f"gpulib tensor-core GEMM {name}, bf16, {config}",
                                   lambda: TG.launch_tma(A_dev, Bt_dev, C, operands="bf16", version=version), want,
                                   out=C, flop=flop, scale=scale, repeat=repeat))
-        del C
+        C = None  # freed now (the timed lambdas hold them otherwise)
     tA, tBt = (torch.as_tensor(precision.from_bf16_bits(w), device="cuda").to(torch.bfloat16) for w in (A_words, Bt_words))
     out = torch.empty((S, S), device="cuda", dtype=torch.bfloat16)
     rows.append(M.checked_row("cuBLAS bf16 (PyTorch), C = A·Bᵀ", lambda: torch.matmul(tA, tBt.T, out=out), want, flop=flop,
@@ -375,7 +374,7 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
                             repeat=repeat)
         out.update({f"{version}_ms": row["ms"], f"{version}_graph_ms": M.graph_ms(call, repeat),
                     f"{version}_rel_err": row["rel_err"]})
-        del Y
+        Y = None  # freed now (the timed lambdas hold them otherwise)
     library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
     torch_row = M.checked_row(library, run, want, flop=flop(L), scale=scale, rtol=3e-3, repeat=repeat)
     engines = measure_cudnn_engines(max(5, repeat // 2))
@@ -441,8 +440,10 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         header = M.header(max(5, repeat // 2))
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
-        raise ValueError(f"part must be 'tensor_cores', 'resources', 'autotune', 'winograd_f4' or 'wgmma' (the others are measured together "
-                         f"by measure()), not {part!r}")
+        raise ValueError(
+            f"part must be 'tensor_cores', 'resources', 'autotune', 'winograd_f4' or 'wgmma' (the others are measured together "
+            f"by measure()), not {part!r}"
+        )
     return measure_resources(repeat)
 
 
@@ -465,8 +466,16 @@ def measure(repeat: int = 20, progress=print) -> dict:
     f4 = measure_winograd_f4(repeat)
     progress("wgmma GEMM ...")
     wg = measure_wgmma(repeat)
-    return dict(M.header(repeat), tensor_cores=tc, autotune=tuned, cudnn_engines=engines, precision=prec,
-                resources=resources, winograd_f4=f4, wgmma=wg)
+    return dict(
+        M.header(repeat),
+        tensor_cores=tc,
+        autotune=tuned,
+        cudnn_engines=engines,
+        precision=prec,
+        resources=resources,
+        winograd_f4=f4,
+        wgmma=wg,
+    )
 
 
 def load(path=RESULTS) -> dict:
@@ -490,16 +499,19 @@ def table(results: dict, parts=PARTS) -> str:
     lines = [f"{results['device']}, {results['date']}, {results['timing']}"]
     tc = results["tensor_cores"]
     if "tensor_cores" in parts:
-        lines.append(f"Tensor cores: GEMM {tc['gemm']['size']}^3, fp16 operands, fp32 sums "
-                     "(gpulib writes fp32, cuBLAS via CuPy writes fp16)")
+        lines.append(
+            f"Tensor cores: GEMM {tc['gemm']['size']}^3, fp16 operands, fp32 sums "
+            "(gpulib writes fp32, cuBLAS via CuPy writes fp16)"
+        )
         lines += M.rows_table(tc["gemm"]["rows"], "cuBLAS", width=54)
         lines.append("Tensor cores: conv (16.3 layer) in fp16")
         lines += M.rows_table(tc["conv"]["rows"], "cuDNN", width=54)
     if "autotune" in parts:
         for layer in results["autotune"]:
             library = layer["library"]
-            lines.append(f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), "
-                         f"cuDNN fp32 {library['ms']:.3f} ms")
+            lines.append(
+                f"Auto-tuner: {layer['title']} {layer['layer']} ({layer['gflop']:.2f} GFLOP), cuDNN fp32 {library['ms']:.3f} ms"
+            )
             ranking = _ranking(layer)
             rows = autotune.table(ranking).splitlines()
             rows[0] += f" {'of cuDNN':>9}"
@@ -508,8 +520,10 @@ def table(results: dict, parts=PARTS) -> str:
             if ranking and ranking[0].status == "ok":
                 rows[1] += "  <- the auto-tuner's pick"
             err = "-" if library["rel_err"] is None else f"{library['rel_err']:.1e}"
-            rows.append(f"{'-':>4} {'cuDNN fp32 (torch, benchmark=True)':<47} {'library':<14} "
-                        f"{library['ms']:8.3f} {'':>9} {err:>8} {M.ratio_text(1.0):>9}")
+            rows.append(
+                f"{'-':>4} {'cuDNN fp32 (torch, benchmark=True)':<47} {'library':<14} "
+                f"{library['ms']:8.3f} {'':>9} {err:>8} {M.ratio_text(1.0):>9}"
+            )
             lines += ["  " + line for line in rows]
     engines = results.get("cudnn_engines", {})
     if "cudnn_engines" in parts and engines.get("rows"):
@@ -520,8 +534,7 @@ def table(results: dict, parts=PARTS) -> str:
     if "precision" in parts:
         lines.append("Precision (PyTorch): time and max error / max |exact|")
         for r in results["precision"]:
-            lines.append(f"  {r['op']:<24} {r['format']:<5} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s  "
-                         f"err {r['rel_err']:.1e}")
+            lines.append(f"  {r['op']:<24} {r['format']:<5} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s  err {r['rel_err']:.1e}")
     if "resources" in parts and "resources" in results:
         lines += resources_table(results["resources"]).splitlines()
     if "winograd_f4" in parts and "winograd_f4" in results:
@@ -533,15 +546,21 @@ def table(results: dict, parts=PARTS) -> str:
 
 def resources_table(resources: dict) -> str:
     """The compiler's allocation per tensor-core kernel, then conv v2 with and without its cap."""
-    lines = [f"Kernel resources ({resources['device']}, {resources['date']}): per thread, per block, per SM",
-             f"  {'kernel':<30} {'registers':>9} {'local B':>8} {'shared B':>9} {'threads':>8} {'blocks/SM':>10}"]
+    lines = [
+        f"Kernel resources ({resources['device']}, {resources['date']}): per thread, per block, per SM",
+        f"  {'kernel':<30} {'registers':>9} {'local B':>8} {'shared B':>9} {'threads':>8} {'blocks/SM':>10}",
+    ]
     for name, k in resources["kernels"].items():
-        lines.append(f"  {name:<30} {k['registers']:9d} {k['local_bytes']:8d} {k['shared_bytes']:9d} "
-                     f"{k['threads']:8d} {k['blocks_per_sm']:10d}")
+        lines.append(
+            f"  {name:<30} {k['registers']:9d} {k['local_bytes']:8d} {k['shared_bytes']:9d} "
+            f"{k['threads']:8d} {k['blocks_per_sm']:10d}"
+        )
     lines.append("  the 16.3 layer, fp16:")
     for r in resources["register_cap"]:
-        lines.append(f"  {r['name']:<48} {r['ms']:7.3f} ms {r['tflops']:6.1f} TFLOP/s  {r['registers']} registers, "
-                     f"{r['local_bytes']} B local, {r['blocks_per_sm']} blocks/SM")
+        lines.append(
+            f"  {r['name']:<48} {r['ms']:7.3f} ms {r['tflops']:6.1f} TFLOP/s  {r['registers']} registers, "
+            f"{r['local_bytes']} B local, {r['blocks_per_sm']} blocks/SM"
+        )
     return "\n".join(lines)
 
 
@@ -560,16 +579,33 @@ def plot_tensor_cores(results: dict):
     timed = [r for r in engines if r["ms"] is not None]
     if timed:  # cuDNN's fastest plan through the frontend: the convolution alone, no bias
         best = min(timed, key=lambda r: r["ms"])
-        conv_rows.append(dict(name=f"cuDNN best plan ({best['name'].split('_')[0]}, no bias)", ms=best["ms"],
-                              tflops=flop(tc["conv"]["layer"]) / best["ms"] / 1e9))
-    for ax, rows, ref_name, title in ((axes[0], gemm_rows, "cuBLAS", f"GEMM {tc['gemm']['size']}x{tc['gemm']['size']}x{tc['gemm']['size']}, fp16 in, fp32 sums"),
-                                      (axes[1], conv_rows, "cuDNN", f"{describe(tc['conv']['layer'])}, fp16")):
+        conv_rows.append(
+            dict(
+                name=f"cuDNN best plan ({best['name'].split('_')[0]}, no bias)",
+                ms=best["ms"],
+                tflops=flop(tc["conv"]["layer"]) / best["ms"] / 1e9,
+            )
+        )
+    for ax, rows, ref_name, title in (
+        (
+            axes[0],
+            gemm_rows,
+            "cuBLAS",
+            f"GEMM {tc['gemm']['size']}x{tc['gemm']['size']}x{tc['gemm']['size']}, fp16 in, fp32 sums",
+        ),
+        (axes[1], conv_rows, "cuDNN", f"{describe(tc['conv']['layer'])}, fp16"),
+    ):
         lib = [r for r in rows if r["name"].startswith(ref_name)][0]
         colours = ["tab:green" if r["name"].startswith(ref_name) else "tab:blue" for r in rows]
         ax.barh([M.short_name(r["name"]) for r in rows], [r["tflops"] for r in rows], color=colours)
         for i, r in enumerate(rows):
-            ax.text(r["tflops"] * 1.02, i, f"{r['ms']:.3f} ms, {M.short_name(lib['name'])}의 {lib['ms'] / r['ms']:.0%} 속도",
-                    va="center", fontsize=8)
+            ax.text(
+                r["tflops"] * 1.02,
+                i,
+                f"{r['ms']:.3f} ms, {M.short_name(lib['name'])}의 {lib['ms'] / r['ms']:.0%} 속도",
+                va="center",
+                fontsize=8,
+            )
         ax.invert_yaxis()
         ax.set_xlim(0, max(r["tflops"] for r in rows) * 1.45)
         ax.set_xlabel("TFLOP/s (길수록 빠름)")
@@ -581,8 +617,7 @@ def plot_tensor_cores(results: dict):
     for r in results["precision"]:
         kind = r["op"].split()[0]
         ax.scatter(r["ms"], r["rel_err"], marker=marker[kind], color=colour[r["format"]], s=60)
-        ax.annotate(f"{kind} {r['format']}", (r["ms"], r["rel_err"]), textcoords="offset points", xytext=(5, 3),
-                    fontsize=8)
+        ax.annotate(f"{kind} {r['format']}", (r["ms"], r["rel_err"]), textcoords="offset points", xytext=(5, 3), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis, fmt in ((ax.xaxis, "{:g}"), (ax.yaxis, "{:.0e}")):
@@ -601,8 +636,11 @@ def ladder(results: dict) -> list[dict]:
     """The tensor-core GEMM ladder at 4096³ as shares of cuBLAS fp16 measured in the same run: v1-v4
     (WMMA, C = A·B) from the tensor_cores part, v5, v6 and v7 (wgmma, C = A·Bᵀ; their best
     config, and at 8192³ too) from the wgmma part."""
-    rungs = [dict(version=r["name"].split()[-1], what="WMMA", ms=r["ms"], tflops=r["tflops"], share=r["vs_library"])
-             for r in results["tensor_cores"]["gemm"]["rows"] if not r["name"].startswith("cuBLAS")]
+    rungs = [
+        dict(version=r["name"].split()[-1], what="WMMA", ms=r["ms"], tflops=r["tflops"], share=r["vs_library"])
+        for r in results["tensor_cores"]["gemm"]["rows"]
+        if not r["name"].startswith("cuBLAS")
+    ]
     wg = results.get("wgmma")
     if wg:
         for version, what in (("v5", "wgmma, cp.async"), ("v6", "wgmma, TMA"), ("v7", "wgmma, TMA, 생산자 워프그룹")):
@@ -615,9 +653,17 @@ def ladder(results: dict) -> list[dict]:
             if not best:
                 continue
             first = best[wg["sizes"][0]["size"]]
-            rungs.append(dict(version=version, what=what, ms=first["ms"], tflops=first["tflops"],
-                              share=first["vs_library"], config=first["name"].rsplit("), ", 1)[1],
-                              larger={size: r["vs_library"] for size, r in best.items()}))
+            rungs.append(
+                dict(
+                    version=version,
+                    what=what,
+                    ms=first["ms"],
+                    tflops=first["tflops"],
+                    share=first["vs_library"],
+                    config=first["name"].rsplit("), ", 1)[1],
+                    larger={size: r["vs_library"] for size, r in best.items()},
+                )
+            )
     return rungs
 
 
@@ -629,22 +675,27 @@ def plot_ladder(results: dict):
     rungs = ladder(results)
     fig, ax = plt.subplots(figsize=(10, 3.8))
     labels = [f"{r['version']} ({r['what']})" for r in rungs]
-    ax.barh(labels, [100 * r["share"] for r in rungs],
-            color=["tab:blue" if r["what"] == "WMMA" else "tab:orange" for r in rungs])
+    ax.barh(labels, [100 * r["share"] for r in rungs], color=["tab:blue" if r["what"] == "WMMA" else "tab:orange" for r in rungs])
     for i, r in enumerate(rungs):
         larger = {size: share for size, share in r.get("larger", {}).items() if size != 4096}
         for size, share in larger.items():
             ax.plot(100 * share, i, "k|", ms=14)
         note = "".join(f"; {size}x{size}x{size}에서 {share:.0%} (|)" for size, share in larger.items())
-        ax.text(100 * max([r["share"], *larger.values()]) + 1.5, i,
-                f"{r['share']:.0%}, {r['ms']:.3f} ms, {r['tflops']:.0f} TFLOP/s{note}", va="center", fontsize=8)
+        ax.text(
+            100 * max([r["share"], *larger.values()]) + 1.5,
+            i,
+            f"{r['share']:.0%}, {r['ms']:.3f} ms, {r['tflops']:.0f} TFLOP/s{note}",
+            va="center",
+            fontsize=8,
+        )
     ax.axvline(75, color="tab:red", ls=":", lw=1)
     ax.text(75.5, -0.55, "목표 75%", color="tab:red", fontsize=8)  # above the first bar (the axis is inverted)
     ax.invert_yaxis()
     ax.set_xlim(0, 110)
     ax.set_xlabel("cuBLAS fp16 속도 대비 % (같은 실행에서 잼, GEMM 4096x4096x4096)")
-    ax.set_title(f"텐서 코어 GEMM 사다리 ({results['wgmma']['device'] if 'wgmma' in results else results['device']})",
-                 fontsize=10)
+    ax.set_title(
+        f"텐서 코어 GEMM 사다리 ({results['wgmma']['device'] if 'wgmma' in results else results['device']})", fontsize=10
+    )
     fig.tight_layout()
     return fig
 
@@ -659,8 +710,11 @@ def plot_autotune(results: dict):
     fig, axes = plt.subplots(1, len(layers), figsize=(4.2 * len(layers), 3.8))
     for ax, layer in zip(axes, layers):
         ok = [r for r in layer["ranking"] if r["status"] == "ok" and r["ms"] is not None]
-        ax.barh([ALGORITHMS[r["name"]].label for r in ok], [r["ms"] for r in ok],
-                color=["tab:orange" if i == 0 else "tab:blue" for i in range(len(ok))])
+        ax.barh(
+            [ALGORITHMS[r["name"]].label for r in ok],
+            [r["ms"] for r in ok],
+            color=["tab:orange" if i == 0 else "tab:blue" for i in range(len(ok))],
+        )
         ax.axvline(layer["library"]["ms"], color="tab:green", lw=2, label=f"cuDNN fp32 {layer['library']['ms']:.3f} ms")
         ax.invert_yaxis()
         ax.set_xscale("log")

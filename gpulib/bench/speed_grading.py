@@ -23,24 +23,52 @@ SOURCE = Path(__file__).resolve().parents[2] / "assignments" / "source"
 # (assignment, solution cell, speed check cell, {variant: [(old, new), ...] edits of the solution})
 # Each variant is a correct solution that the exercise's other checks accept; only its speed differs.
 EXERCISES = [
-    ("16_3_tiled_conv", "conv_tiled_kernel", "speed_tiled", {
-        "every product added as four quarters": [
-            ("                    acc += W[k, c, r, s] * tile[ty + r, tx + s]\n",
-             "                    for rep in range(4):\n                        acc += 0.25 * (W[k, c, r, s] * tile[ty + r, tx + s])\n")],
-        "16 of the 64 threads load the tile": [
-            ("for i in range(ty * TILE + tx, IN_TILE * IN_TILE, TILE * TILE):",
-             "for i in range(ty * TILE + tx, IN_TILE * IN_TILE if ty * TILE + tx < 16 else 0, 16):")],
-    }),
-    ("16_4_im2col", "sgemm_kernel", "speed_sgemm", {
-        "every product added as two halves": [
-            ("                    acc[i, j] += a[i] * b[j]\n",
-             "                    acc[i, j] += 0.5 * (a[i] * b[j])\n                    acc[i, j] += 0.5 * (a[i] * b[j])\n")],
-        "the B tile loaded down its columns": [("kk, j = e // BN, e % BN", "kk, j = e % BK, e // BK")],
-    }),
-    ("16_5_cudnn", "tc_gemm_kernel", "speed_tc_gemm", {
-        "tiles loaded column by column": [("            r, c = i // 16, i % 16\n", "            r, c = i % 16, i // 16\n")],
-        "half the warp loads the tiles": [("for i in range(lane, 256, 32):", "for i in range(lane, 256 if lane < 16 else 0, 16):")],
-    }),
+    (
+        "16_3_tiled_conv",
+        "conv_tiled_kernel",
+        "speed_tiled",
+        {
+            "every product added as four quarters": [
+                (
+                    "                    acc += W[k, c, r, s] * tile[ty + r, tx + s]\n",
+                    "                    for rep in range(4):\n"
+                    "                        acc += 0.25 * (W[k, c, r, s] * tile[ty + r, tx + s])\n",
+                )
+            ],
+            "16 of the 64 threads load the tile": [
+                (
+                    "for i in range(ty * TILE + tx, IN_TILE * IN_TILE, TILE * TILE):",
+                    "for i in range(ty * TILE + tx, IN_TILE * IN_TILE if ty * TILE + tx < 16 else 0, 16):",
+                )
+            ],
+        },
+    ),
+    (
+        "16_4_im2col",
+        "sgemm_kernel",
+        "speed_sgemm",
+        {
+            "every product added as two halves": [
+                (
+                    "                    acc[i, j] += a[i] * b[j]\n",
+                    "                    acc[i, j] += 0.5 * (a[i] * b[j])\n"
+                    "                    acc[i, j] += 0.5 * (a[i] * b[j])\n",
+                )
+            ],
+            "the B tile loaded down its columns": [("kk, j = e // BN, e % BN", "kk, j = e % BK, e // BK")],
+        },
+    ),
+    (
+        "16_5_cudnn",
+        "tc_gemm_kernel",
+        "speed_tc_gemm",
+        {
+            "tiles loaded column by column": [("            r, c = i // 16, i % 16\n", "            r, c = i % 16, i // 16\n")],
+            "half the warp loads the tiles": [
+                ("for i in range(lane, 256, 32):", "for i in range(lane, 256 if lane < 16 else 0, 16):")
+            ],
+        },
+    ),
 ]
 
 
@@ -77,8 +105,12 @@ def grade_speed(assignment: str, solution_id: str, speed_id: str, source: str) -
     before = len(core.SPEED_LOG)
     verdict = judge.grade_parts(setup, solutions, [t for t in tests if t[0] == speed_id])[speed_id]
     timed = core.SPEED_LOG[before:]
-    row = {"passed": verdict.passed, "kind": verdict.kind, "message": verdict.message[:300],
-           "points": verdict.score if verdict.passed else 0.0}
+    row = {
+        "passed": verdict.passed,
+        "kind": verdict.kind,
+        "message": verdict.message[:300],
+        "points": verdict.score if verdict.passed else 0.0,
+    }
     if timed:
         row.update({k: timed[-1][k] for k in ("ms", "reference_ms", "ratio", "of")})
     return row
@@ -95,8 +127,11 @@ def measure(repeat: int = 20) -> dict:
             row = grade_speed(assignment, solution_id, speed_id, source)
             rows.append(dict(exercise=f"{assignment}/{speed_id}", solution=name, **row))
             print(f"{assignment}/{speed_id} {name}: {row}", flush=True)
-    return dict(M.header(repeat), bands={"full_within": core.SPEED_FULL, "floor_from": core.SPEED_FLOOR_AT,
-                                         "floor": core.SPEED_FLOOR}, rows=rows)
+    return dict(
+        M.header(repeat),
+        bands={"full_within": core.SPEED_FULL, "floor_from": core.SPEED_FLOOR_AT, "floor": core.SPEED_FLOOR},
+        rows=rows,
+    )
 
 
 def load(path=RESULTS) -> dict:
@@ -109,13 +144,17 @@ def save(results: dict, path=RESULTS) -> None:
 
 def table(results: dict) -> str:
     b = results["bands"]
-    lines = [f"{results['device']}, {results['date']}: points against the instructor's kernel timed in the same run "
-             f"(full within {b['full_within']}x, falling to {b['floor']:.0%} at {b['floor_from']}x)",
-             f"{'exercise':30} {'solution':46} {'ms':>9} {'ref ms':>9} {'ratio':>6} {'points':>11}"]
+    lines = [
+        f"{results['device']}, {results['date']}: points against the instructor's kernel timed in the same run "
+        f"(full within {b['full_within']}x, falling to {b['floor']:.0%} at {b['floor_from']}x)",
+        f"{'exercise':30} {'solution':46} {'ms':>9} {'ref ms':>9} {'ratio':>6} {'points':>11}",
+    ]
     for r in results["rows"]:
         if "ms" in r:
-            lines.append(f"{r['exercise']:30} {r['solution']:46} {r['ms']:9.3f} {r['reference_ms']:9.3f} {r['ratio']:6.2f} "
-                         f"{r['points']:5.2f}/{r['of']:<5g}")
+            lines.append(
+                f"{r['exercise']:30} {r['solution']:46} {r['ms']:9.3f} {r['reference_ms']:9.3f} {r['ratio']:6.2f} "
+                f"{r['points']:5.2f}/{r['of']:<5g}"
+            )
         else:
             lines.append(f"{r['exercise']:30} {r['solution']:46} not timed: [{r['kind']}] {r['message'][:80]}")
     return "\n".join(lines)

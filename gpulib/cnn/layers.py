@@ -12,9 +12,9 @@ import numpy as np
 from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, outputs, require, require_int, to_device, to_host
 from gpulib.cnn import kernels
 from gpulib.conv import front
-from gpulib.shapes import check_conv_inputs
 from gpulib.env import sized
 from gpulib.reductions import tree as trees
+from gpulib.shapes import check_conv_inputs
 
 BLOCK_1D = 128
 TILE = 16

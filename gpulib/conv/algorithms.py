@@ -34,8 +34,8 @@ from functools import partial
 from typing import Callable
 
 from gpulib.conv import direct, fft, im2col, implicit_gemm, winograd
-from gpulib.shapes import output_shape
 from gpulib.conv import tensorcore as tensorcore_conv
+from gpulib.shapes import output_shape
 
 
 @dataclass(frozen=True)

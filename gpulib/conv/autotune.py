@@ -18,8 +18,8 @@ from gpulib import reference as ref
 from gpulib.arrays import to_device, to_host
 from gpulib.check import ValidationError, poisoned, validate
 from gpulib.conv.algorithms import ALGORITHMS, of_precision
-from gpulib.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import BACKEND, cuda
+from gpulib.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.timing import benchmark
 
 

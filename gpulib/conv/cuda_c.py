@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from gpulib.arrays import MAX_GRID_Z, blocks, output, require, require_int, to_device
-from gpulib.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import on_gpu
+from gpulib.shapes import bias_or_zeros, check_conv_inputs
 
 SOURCE_DIR = Path(__file__).resolve().parent / "cuda_c"
 NAMES = ("direct_conv", "im2col")

@@ -27,8 +27,8 @@ from functools import lru_cache
 from numba import cuda, float32
 
 from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, to_device
-from gpulib.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import sized
+from gpulib.shapes import bias_or_zeros, check_conv_inputs
 
 TILE = 16  # output tile edge of version 2 (a 16×16 thread block)
 CHANNELS_PER_BLOCK = 16  # version 2's default group (fastest measured: benchmarks/results/)

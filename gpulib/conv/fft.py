@@ -19,8 +19,8 @@ import numpy as np
 from numba import cuda
 
 from gpulib.arrays import MAX_GRID_Z, output, require_finite, to_device
-from gpulib.shapes import check_conv_inputs
 from gpulib.env import on_gpu
+from gpulib.shapes import check_conv_inputs
 
 
 @cuda.jit

@@ -22,8 +22,8 @@ import numpy as np
 from numba import cuda, float32, uint32
 
 from gpulib.arrays import blocks, output, outputs, require, require_int, to_device
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
 from gpulib.gemm import VERSIONS, matmul
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
 
 BLOCK = 256
 

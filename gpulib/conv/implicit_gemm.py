@@ -29,9 +29,9 @@ import numpy as np
 from numba import cuda, float32, int32, uint32
 
 from gpulib.arrays import blocks, output, require, to_device, to_host
-from gpulib.shapes import bias_or_zeros, check_conv_inputs
 from gpulib.env import sized
 from gpulib.gemm.kernels import check_tile
+from gpulib.shapes import bias_or_zeros, check_conv_inputs
 
 # default block tile on a GPU (tuned on the H200, see benchmarks/conv_gemm.py) and a small one
 # for the simulator, where every thread runs as Python code

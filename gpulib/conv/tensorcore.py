@@ -47,9 +47,9 @@ from numba import cuda, float32, types
 from gpulib import reference as ref
 from gpulib.arrays import blocks, output, to_device, to_host
 from gpulib.conv.implicit_gemm import device_row_table
+from gpulib.gemm.tensorcore import warp_mma, warp_store
 from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
 from gpulib.tensorcore import tma, wgmma, wmma
-from gpulib.gemm.tensorcore import warp_mma, warp_store
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE
 
 float16 = types.float16

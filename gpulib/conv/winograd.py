@@ -33,10 +33,10 @@ import numpy as np
 from numba import cuda, float32
 
 from gpulib.arrays import blocks, output, require_finite, to_device
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, output_shape
 from gpulib.env import sized
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.launch import BoundLaunch
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, output_shape
 
 BLOCK = 128
 # the F(2x2, 3x3) matrices, for the NumPy reference and the docs; the kernels spell them out

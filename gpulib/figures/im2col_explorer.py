@@ -14,9 +14,9 @@ import numpy as np
 
 from gpulib import reference as ref
 from gpulib.conv.im2col import im2col
+from gpulib.gemm import matmul
 from gpulib.shapes import conv_output_size
 from gpulib.style import png_bytes
-from gpulib.gemm import matmul
 
 
 @dataclass
@@ -78,7 +78,8 @@ def figure(ex: Im2colExample, n: int, k: int, y: int, x: int):
                     color="0.6" if np.isnan(v) else "black")
         ax.add_patch(Rectangle((x - 0.5, y - 0.5), S, R, fill=False, lw=2.5, color="tab:red"))
         ax.set_title(f"X[{n}, {c}] (회색 0 = 패딩 {p})", fontsize=9)
-        ax.set_xticks([]); ax.set_yticks([])
+        ax.set_xticks([])
+        ax.set_yticks([])
     ax = fig.add_subplot(grid[0, C]) if C < max(C, 3) else None
     if ax is not None:  # the filter k, one R×S slice per channel side by side
         filt = np.concatenate([np.pad(ex.W[k, c], ((0, 0), (0, 1)), constant_values=np.nan) for c in range(C)], axis=1)
@@ -87,21 +88,31 @@ def figure(ex: Im2colExample, n: int, k: int, y: int, x: int):
             if not np.isnan(v):
                 ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=8)
         ax.set_title(f"필터 W[{k}] (채널 {', '.join(map(str, range(C)))})", fontsize=9)
-        ax.set_xticks([]); ax.set_yticks([])
+        ax.set_xticks([])
+        ax.set_yticks([])
     bottom = grid[1, :].subgridspec(1, 3, width_ratios=[ex.W_mat.shape[1], ex.X_col.shape[1], ex.Y_mat.shape[1]])
-    panels = [(ex.W_mat, f"W_mat [{K}, {ex.W_mat.shape[1]}]: 행 {k} = 필터 {k}", (0, k, ex.W_mat.shape[1], 1), "RdBu"),
-              (ex.X_col, f"X_col [{ex.X_col.shape[0]}, {ex.X_col.shape[1]}]: 열 {col} = 위의 창", (col, 0, 1, ex.X_col.shape[0]), "Blues"),
-              (ex.Y_mat, f"Y_mat = W_mat·X_col [{K}, {ex.Y_mat.shape[1]}]", (col, k, 1, 1), "PuOr")]
+    panels = [
+        (ex.W_mat, f"W_mat [{K}, {ex.W_mat.shape[1]}]: 행 {k} = 필터 {k}", (0, k, ex.W_mat.shape[1], 1), "RdBu"),
+        (
+            ex.X_col,
+            f"X_col [{ex.X_col.shape[0]}, {ex.X_col.shape[1]}]: 열 {col} = 위의 창",
+            (col, 0, 1, ex.X_col.shape[0]),
+            "Blues",
+        ),
+        (ex.Y_mat, f"Y_mat = W_mat·X_col [{K}, {ex.Y_mat.shape[1]}]", (col, k, 1, 1), "PuOr"),
+    ]
     for i, (mat, title, (x0, y0, w, h), cmap) in enumerate(panels):
         ax = fig.add_subplot(bottom[0, i])
         lim = np.abs(mat).max()
         ax.imshow(mat, cmap=cmap, aspect="auto", vmin=-lim if cmap != "Blues" else 0, vmax=lim)
         ax.add_patch(Rectangle((x0 - 0.5, y0 - 0.5), w, h, fill=False, lw=2.5, color="tab:red"))
         ax.set_title(title, fontsize=9)
-        ax.set_xticks([]); ax.set_yticks([])
+        ax.set_xticks([])
+        ax.set_yticks([])
     value, direct = ex.element(n, k, y, x)
-    fig.suptitle(f"Y[{n}, {k}, {y}, {x}] = W_mat[{k}, :] · X_col[:, {col}] = {value:.0f}   "
-                 f"(직접 conv: {direct:.0f})", fontsize=11)
+    fig.suptitle(
+        f"Y[{n}, {k}, {y}, {x}] = W_mat[{k}, :] · X_col[:, {col}] = {value:.0f}   (직접 conv: {direct:.0f})", fontsize=11
+    )
     fig.tight_layout()
     return fig
 
@@ -111,8 +122,10 @@ def dot_product_text(ex: Im2colExample, n: int, k: int, y: int, x: int) -> str:
     col = ex.column(n, y, x)
     terms = [f"({w:.0f})·{v:.0f}" for w, v in zip(ex.W_mat[k], ex.X_col[:, col])]
     value, direct = ex.element(n, k, y, x)
-    return (f"<code>Y[{n},{k},{y},{x}] = " + " + ".join(terms) + f" = <b>{value:.0f}</b></code>"
-            f" &nbsp; 직접 conv로 계산한 값: {direct:.0f}")
+    return (
+        f"<code>Y[{n},{k},{y},{x}] = " + " + ".join(terms) + f" = <b>{value:.0f}</b></code>"
+        f" &nbsp; 직접 conv로 계산한 값: {direct:.0f}"
+    )
 
 
 class Im2colExplorer:
@@ -124,16 +137,20 @@ class Im2colExplorer:
         self.ex = example or Im2colExample.make()
         N, K = self.ex.X.shape[0], self.ex.W.shape[0]
         Ho, Wo = self.ex.out_size
-        slider = lambda name, top, v: widgets.IntSlider(value=v, min=0, max=top, description=name,  # noqa: E731
-                                                        continuous_update=False)
+        slider = lambda name, top, v: widgets.IntSlider(
+            value=v,
+            min=0,
+            max=top,
+            description=name,  # noqa: E731
+            continuous_update=False,
+        )
         self.n, self.k = slider("이미지 n", N - 1, 0), slider("채널 k", K - 1, 0)
         self.y, self.x = slider("출력 y", Ho - 1, 1), slider("출력 x", Wo - 1, 2)
         self.text = widgets.HTML()
         self.image = widgets.Image(format="png")
         for w in (self.n, self.k, self.y, self.x):
             w.observe(lambda change: self.update(), names="value")
-        self.view = widgets.VBox([widgets.HBox([self.n, self.k]), widgets.HBox([self.y, self.x]),
-                                  self.text, self.image])
+        self.view = widgets.VBox([widgets.HBox([self.n, self.k]), widgets.HBox([self.y, self.x]), self.text, self.image])
 
     def selection(self):
         return self.n.value, self.k.value, self.y.value, self.x.value

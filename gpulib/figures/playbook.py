@@ -43,15 +43,31 @@ def plot_roofline(rows: list[dict], limits: dict, measured: dict | None = None, 
     intensity = np.logspace(-1, 3.5, 200)
     for precision, style in (("fp32", "-"), ("fp16", "--")):
         roof = np.minimum(limits[precision], intensity * limits["hbm"]) / R.TB
-        ax.plot(intensity, roof, style, color="black", linewidth=1.2,
-                label=f"{precision} 지붕 (데이터시트: {limits[precision] / R.TB:.0f} TFLOP/s, HBM {limits['hbm'] / R.TB:.2f} TB/s)")
+        ax.plot(
+            intensity,
+            roof,
+            style,
+            color="black",
+            linewidth=1.2,
+            label=f"{precision} 지붕 (데이터시트: {limits[precision] / R.TB:.0f} TFLOP/s, HBM {limits['hbm'] / R.TB:.2f} TB/s)",
+        )
     if measured:
         ax.axhline(measured["cublas_fp32"] / R.TB, color="gray", linestyle=":", linewidth=1)
-        ax.text(0.12, measured["cublas_fp32"] / R.TB * 1.08, f"측정: cuBLAS fp32 {measured['cublas_fp32'] / R.TB:.0f}",
-                fontsize=7, color="gray")
+        ax.text(
+            0.12,
+            measured["cublas_fp32"] / R.TB * 1.08,
+            f"측정: cuBLAS fp32 {measured['cublas_fp32'] / R.TB:.0f}",
+            fontsize=7,
+            color="gray",
+        )
         ax.axhline(measured["cublas_fp16"] / R.TB, color="gray", linestyle=":", linewidth=1)
-        ax.text(0.12, measured["cublas_fp16"] / R.TB * 1.08, f"측정: cuBLAS fp16 {measured['cublas_fp16'] / R.TB:.0f}",
-                fontsize=7, color="gray")
+        ax.text(
+            0.12,
+            measured["cublas_fp16"] / R.TB * 1.08,
+            f"측정: cuBLAS fp16 {measured['cublas_fp16'] / R.TB:.0f}",
+            fontsize=7,
+            color="gray",
+        )
     seen = set()
     for r in rows:
         if not r["flop"]:
@@ -123,8 +139,7 @@ def plot_step_against_pytorch(pt: dict):
     for y, value in enumerate(ms):
         ax.text(value, y, f" {value:.2f} ms ({value / pt['torch_ms']:.2f}x)", va="center", fontsize=9)
     if pt.get("gpu_ms"):
-        ax.axvline(pt["gpu_ms"], color="tab:red", linestyle="--", linewidth=1,
-                   label=f"커널 시간의 합 {pt['gpu_ms']:.2f} ms")
+        ax.axvline(pt["gpu_ms"], color="tab:red", linestyle="--", linewidth=1, label=f"커널 시간의 합 {pt['gpu_ms']:.2f} ms")
         ax.legend(loc="lower right", fontsize=8)
     ax.set_xlim(0, max(ms) * 1.35)
     ax.set_xlabel(f"학습 스텝 하나의 벽시계 시간 (ms, 배치 {pt['batch']}, {pt['measured']['device']})")

@@ -50,8 +50,10 @@ def fragment_layout(lanes=SHOWN_LANES):
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("열 (k)" if matrix == "a" else "열 (n)")
         ax.set_ylabel("행 (m)" if matrix != "b" else "행 (k)")
-    fig.suptitle(f"mma.m16n8k16 한 번의 피연산자: 칸의 숫자는 그 원소를 가진 레인 (진하게: 레인 {', '.join(map(str, lanes))}의 레지스터)",
-                 fontsize=11)
+    fig.suptitle(
+        f"mma.m16n8k16 한 번의 피연산자: 칸의 숫자는 그 원소를 가진 레인 (진하게: 레인 {', '.join(map(str, lanes))}의 레지스터)",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 
@@ -101,11 +103,18 @@ def pipeline(steps: int = 4, copy: float = 3.0, multiply: float = 2.0, barrier: 
     ax.set_yticks([3, 2.3, 1, 0.3])
     ax.set_yticklabels(["v3 복사 (레지스터 경유)", "v3 텐서 코어", "v4 cp.async 복사", "v4 텐서 코어"])
     ax.set_xlabel("시간 (개념도: 길이는 비율만 뜻한다, 측정값이 아니다)")
-    ax.legend(handles=[Patch(color=colours["copy"][0], label="전역에서 셰어드로 복사 (버퍼 0)"),
-                       Patch(color=colours["copy"][1], label="복사 (버퍼 1)"),
-                       Patch(color=colours["mma"], label="텐서 코어 곱"),
-                       Patch(color=colours["barrier"], label="기다림 + 장벽")],
-              fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=4)
+    ax.legend(
+        handles=[
+            Patch(color=colours["copy"][0], label="전역에서 셰어드로 복사 (버퍼 0)"),
+            Patch(color=colours["copy"][1], label="복사 (버퍼 1)"),
+            Patch(color=colours["mma"], label="텐서 코어 곱"),
+            Patch(color=colours["barrier"], label="기다림 + 장벽"),
+        ],
+        fontsize=8,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.22),
+        ncol=4,
+    )
     ax.set_xlim(0, v3_end * 1.02)
     ax.set_title(f"K 단계 {steps}개: v3는 복사와 곱이 번갈아, v4는 다음 타일의 복사가 지금 타일의 곱과 겹친다", fontsize=10)
     fig.tight_layout()
@@ -125,8 +134,16 @@ def ring_schedule(steps: int, stages: int, copy: float, multiply: float) -> list
             freed = tiles[k - stages]["mma_end"] if k >= stages else 0.0
             start = max(tiles[k - stages + 1]["mma_start"], freed)
         mma_start = max(start + copy, tiles[-1]["mma_end"] if tiles else 0.0)
-        tiles.append(dict(tile=k, buffer=k % stages, copy_start=start, copy_end=start + copy, mma_start=mma_start,
-                          mma_end=mma_start + multiply))
+        tiles.append(
+            dict(
+                tile=k,
+                buffer=k % stages,
+                copy_start=start,
+                copy_end=start + copy,
+                mma_start=mma_start,
+                mma_end=mma_start + multiply,
+            )
+        )
     return tiles
 
 
@@ -142,19 +159,20 @@ def ring_pipeline(steps: int = 8, stages: int = 4, copy: float = 3.0, multiply: 
         row = stages - 1 - t["buffer"]
         ax.barh(row + 0.17, copy, left=t["copy_start"], height=0.3, color="tab:blue", edgecolor="white")
         ax.barh(row - 0.17, multiply, left=t["mma_start"], height=0.3, color="tab:orange", edgecolor="white")
-        ax.text(t["copy_start"] + copy / 2, row + 0.17, f"TMA {t['tile']}", ha="center", va="center", fontsize=7,
-                color="white")
-        ax.text(t["mma_start"] + multiply / 2, row - 0.17, f"곱 {t['tile']}", ha="center", va="center", fontsize=7,
-                color="white")
+        ax.text(t["copy_start"] + copy / 2, row + 0.17, f"TMA {t['tile']}", ha="center", va="center", fontsize=7, color="white")
+        ax.text(t["mma_start"] + multiply / 2, row - 0.17, f"곱 {t['tile']}", ha="center", va="center", fontsize=7, color="white")
     end = tiles[-1]["mma_end"]
     busy = steps * multiply / end
     ax.set_yticks(range(stages))
     ax.set_yticklabels([f"버퍼 {stages - 1 - r}" for r in range(stages)])
     ax.set_xlabel("시간 (모형: 길이는 비율만 뜻한다, 측정값이 아니다)")
     ax.set_title(f"버퍼 {stages}개, 복사 {copy:g} : 곱 {multiply:g} — 텐서 코어가 일하는 몫 {busy:.0%}")
-    ax.legend(handles=[Patch(color="tab:blue", label="TMA가 버퍼를 채움"),
-                       Patch(color="tab:orange", label="wgmma가 버퍼를 읽음")], loc="upper left",
-              bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    ax.legend(
+        handles=[Patch(color="tab:blue", label="TMA가 버퍼를 채움"), Patch(color="tab:orange", label="wgmma가 버퍼를 읽음")],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=8,
+    )
     fig.tight_layout()
     return fig
 
@@ -202,16 +220,26 @@ def warpgroup_accumulators(n: int = 16, threads=(0, 37)):
     ax.imshow(warp, cmap=plt.get_cmap("Pastel1"), vmin=-0.5, vmax=8.5, aspect="auto")
     for (r, c), t in np.ndenumerate(owner):
         bold = t in threads
-        ax.text(c, r, f"{t}:d{index[r, c]}" if bold else str(t), ha="center", va="center",
-                fontsize=5.5 if bold else 5, color="darkred" if bold else "0.2")
+        ax.text(
+            c,
+            r,
+            f"{t}:d{index[r, c]}" if bold else str(t),
+            ha="center",
+            va="center",
+            fontsize=5.5 if bold else 5,
+            color="darkred" if bold else "0.2",
+        )
     ax.set_xticks(range(n), [str(c) for c in range(n)], fontsize=6)
     ax.set_yticks(range(0, 64, 4), [str(r) for r in range(0, 64, 4)], fontsize=6)
     for w in range(1, 4):
         ax.axhline(16 * w - 0.5, color="black", linewidth=1.2)
     ax.set_xlabel("열 (n)")
     ax.set_ylabel("행 (m): 16행마다 워프 하나")
-    ax.set_title(f"wgmma m64n{n}k16의 결과 D: 칸의 숫자는 그 원소를 가진 스레드 (0..127), 붉은 글씨: 스레드 "
-                 f"{', '.join(map(str, threads))}의 레지스터", fontsize=9)
+    ax.set_title(
+        f"wgmma m64n{n}k16의 결과 D: 칸의 숫자는 그 원소를 가진 스레드 (0..127), 붉은 글씨: 스레드 "
+        f"{', '.join(map(str, threads))}의 레지스터",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig
 
@@ -242,20 +270,30 @@ def tap_boxes(image=(5, 12), patch=(2, 8), corner=(0, 0), padding: int = 1, taps
                 inside = 0 <= y < H and 0 <= x < W
                 in_box = by <= y < by + ph and bx <= x < bx + pw
                 face = "tab:orange" if in_box and inside else ("0.85" if inside else "white")
-                ax.add_patch(Rectangle((x, y), 1, 1, facecolor=face, edgecolor="0.6", linewidth=0.5,
-                                       hatch="///" if in_box and not inside else None))
+                ax.add_patch(
+                    Rectangle(
+                        (x, y),
+                        1,
+                        1,
+                        facecolor=face,
+                        edgecolor="0.6",
+                        linewidth=0.5,
+                        hatch="///" if in_box and not inside else None,
+                    )
+                )
                 if in_box and not inside:
                     zeros += 1
                     ax.add_patch(Rectangle((x, y), 1, 1, fill=False, edgecolor="tab:red", linewidth=0.8))
-        ax.add_patch(Rectangle((corner[1], corner[0]), pw, ph, fill=False, edgecolor="tab:blue", linewidth=2,
-                               linestyle="--"))
+        ax.add_patch(Rectangle((corner[1], corner[0]), pw, ph, fill=False, edgecolor="tab:blue", linewidth=2, linestyle="--"))
         ax.set_xlim(-padding - 0.2, W + padding + 0.2)
         ax.set_ylim(H + padding + 0.2, -padding - 0.2)
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])
         ax.set_title(f"탭 (r, s) = {tap}: 상자는 ({by}, {bx})부터\n그림 밖 {zeros}칸은 TMA가 0으로 채운다", fontsize=9)
-    fig.suptitle(f"합성곱 v4의 TMA 상자 (입력 {H}×{W}, 패딩 {padding}; 파란 점선: 블록의 출력 조각 "
-                 f"{ph}×{pw}, 주황: 탭이 읽는 입력)", fontsize=10)
+    fig.suptitle(
+        f"합성곱 v4의 TMA 상자 (입력 {H}×{W}, 패딩 {padding}; 파란 점선: 블록의 출력 조각 {ph}×{pw}, 주황: 탭이 읽는 입력)",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig

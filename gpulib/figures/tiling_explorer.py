@@ -64,7 +64,8 @@ def block_picture(version: str, tile: int, bx: int, by: int):
     ax_y.imshow(owned, cmap="Blues", vmin=0, vmax=1.5)
     ax_y.set_title(f"출력 Y: 블록 ({bx}, {by})가 계산하는 {tile}×{tile} 타일", fontsize=10)
     for ax in (ax_x, ax_w, ax_y):
-        ax.set_xticks([]); ax.set_yticks([])
+        ax.set_xticks([])
+        ax.set_yticks([])
     fig.tight_layout()
     return fig
 

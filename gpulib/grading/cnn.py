@@ -12,10 +12,10 @@ import numpy as np
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.shapes import conv_output_size
 from gpulib.env import sized
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
+from gpulib.shapes import conv_output_size
 
 BLOCK = (16, 16)
 

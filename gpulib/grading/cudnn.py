@@ -14,10 +14,10 @@ from numba.types import float16, float32
 from gpulib import reference
 from gpulib.conv import winograd
 from gpulib.env import cuda, sized
-from gpulib.tensorcore import wmma
-from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
+from gpulib.tensorcore import wmma
+from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT
 
 # -- Winograd
 

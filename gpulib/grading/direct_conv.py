@@ -16,9 +16,9 @@ from numba import float32
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.shapes import output_shape
 from gpulib.env import cuda, sized
 from gpulib.grading import core
+from gpulib.shapes import output_shape
 
 BLOCK = (16, 16)  # version 1
 TILE = 8          # the tiled kernels: a block computes a TILE×TILE patch of one output image

@@ -13,11 +13,11 @@ from numba import float32
 
 from gpulib import reference
 from gpulib.arrays import blocks
-from gpulib.shapes import conv_output_size, output_shape
 from gpulib.env import cuda, sized
 from gpulib.gemm import colmajor
 from gpulib.grading import core
 from gpulib.grading.core import Mistake
+from gpulib.shapes import conv_output_size, output_shape
 
 THREADS = 256
 GEMM_BLOCK = (16, 16)  # (T, T)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import (blocks, is_device_array, output, outputs, require, require_int_labels,
-                           require_learning_rate, to_device)
+from gpulib.arrays import blocks, is_device_array, output, outputs, require, require_int_labels, require_learning_rate, to_device
 from gpulib.mlp import kernels
 
 BLOCK_1D = 128

@@ -38,8 +38,8 @@ class _Progress:
         if not show:
             return
         try:
-            from IPython import get_ipython
             import ipywidgets as widgets
+            from IPython import get_ipython
             from IPython.display import display
         except ImportError:
             return

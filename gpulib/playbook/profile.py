@@ -161,9 +161,9 @@ class Profiler(launch.Watcher):
     def kernels(self) -> list[dict]:
         """One row per launch, in launch order."""
         rows = []
-        for launch in self.launches:
-            patterns, section = pattern_of(launch.kernel)
-            rows.append(dict(op=launch.op, kernel=launch.kernel, threads=launch.threads, ms=launch.ms,
+        for entry in self.launches:
+            patterns, section = pattern_of(entry.kernel)
+            rows.append(dict(op=entry.op, kernel=entry.kernel, threads=entry.threads, ms=entry.ms,
                              pattern=patterns, section=section))
         return rows
 

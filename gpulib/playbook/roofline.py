@@ -18,7 +18,8 @@ figure shows; the figure is an upper bound on what a better kernel could reach.
 
 from __future__ import annotations
 
-from gpulib.book_layers import LAYER, flop as layer_flop, output_shape, shapes
+from gpulib.book_layers import LAYER, output_shape, shapes
+from gpulib.book_layers import flop as layer_flop
 
 TB = 1e12
 # dense rates in FLOP/s and HBM bandwidth in bytes/s (NVIDIA H100 SXM5 and H200 datasheets;

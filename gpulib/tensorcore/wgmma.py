@@ -43,13 +43,13 @@ array's first byte on the simulator).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, types, uint32, uint64
+from numba import cuda, types, uint32, uint64
+
+from gpulib.env import on_gpu
+from gpulib.launch import BoundLaunch
+from gpulib.tensorcore import wgmma_model, wmma
 
 float16 = types.float16
-
-from gpulib.launch import BoundLaunch
-from gpulib.env import on_gpu
-from gpulib.tensorcore import wgmma_model, wmma
 
 M_TILE, K_TILE, WARPGROUP = wgmma_model.M_TILE, wgmma_model.K_TILE, wgmma_model.THREADS
 ATOM_BYTES = 1024  # 8 rows of 128 bytes: one 128-byte swizzle atom
@@ -83,7 +83,8 @@ extern "C" __device__ int {_mma_name(n, operands)}(int* ret, unsigned long long 
 """
 
 
-SOURCE = r"""
+SOURCE = (
+    r"""
 // gpulib: Hopper's warpgroup MMA (sm_90a) as Numba-callable device functions, Numba's ABI.
 extern "C" __device__ int gpulib_shared_address(unsigned* ret, unsigned long long ptr) {
     unsigned long long s;
@@ -91,15 +92,35 @@ extern "C" __device__ int gpulib_shared_address(unsigned* ret, unsigned long lon
     *ret = static_cast<unsigned>(s);
     return 0;
 }
-extern "C" __device__ int gpulib_wgmma_fence(int* ret) { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); return 0; }
-extern "C" __device__ int gpulib_wgmma_commit(int* ret) { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); return 0; }
-extern "C" __device__ int gpulib_wgmma_wait0(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory"); return 0; }
-extern "C" __device__ int gpulib_wgmma_wait1(int* ret) { asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory"); return 0; }
-extern "C" __device__ int gpulib_fence_async_proxy(int* ret) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); return 0; }
-""" + "".join(_mma_source(n, operands) for n in N_SIZES for operands in PTX_TYPES) + "".join(
-    f'extern "C" __device__ int gpulib_setmaxnreg_{way}_{n}(int* ret) '
-    f'{{ asm volatile("setmaxnreg.{way}.sync.aligned.u32 {n};"); return 0; }}\n'
-    for way in ("dec", "inc") for n in REGISTER_COUNTS)
+extern "C" __device__ int gpulib_wgmma_fence(int* ret) {
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_wgmma_commit(int* ret) {
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_wgmma_wait0(int* ret) {
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_wgmma_wait1(int* ret) {
+    asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_fence_async_proxy(int* ret) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    return 0;
+}
+"""
+    + "".join(_mma_source(n, operands) for n in N_SIZES for operands in PTX_TYPES)
+    + "".join(
+        f'extern "C" __device__ int gpulib_setmaxnreg_{way}_{n}(int* ret) '
+        f'{{ asm volatile("setmaxnreg.{way}.sync.aligned.u32 {n};"); return 0; }}\n'
+        for way in ("dec", "inc")
+        for n in REGISTER_COUNTS
+    )
+)
 
 ON_GPU = on_gpu()
 
@@ -108,8 +129,12 @@ ON_GPU = on_gpu()
 def encode(address, stride_byte_offset):
     """The 64-bit matrix descriptor of a K-major tile at shared byte ``address`` with the 128-byte
     swizzle (smem_layout.descriptor's bits; the leading byte offset, unused by this layout, 16)."""
-    return (uint64((address >> 4) & 0x3FFF) | uint64(1) << uint64(16)
-            | uint64((stride_byte_offset >> 4) & 0x3FFF) << uint64(32) | uint64(SWIZZLE_128B) << uint64(62))
+    return (
+        uint64((address >> 4) & 0x3FFF)
+        | uint64(1) << uint64(16)
+        | uint64((stride_byte_offset >> 4) & 0x3FFF) << uint64(32)
+        | uint64(SWIZZLE_128B) << uint64(62)
+    )
 
 
 @cuda.jit(device=True)
@@ -138,6 +163,7 @@ def _store_groups(groups: int):
                         C[r, c] = acc[4 * j + 2 * h]
                     if c + 1 < C.shape[1]:
                         C[r, c + 1] = acc[4 * j + 2 * h + 1]
+
     return store_groups
 
 
@@ -226,6 +252,7 @@ if ON_GPU:
             """acc (N/2 floats a thread) = A·Bᵀ + (acc if scale_d else 0), fp16 (or bf16) operands;
             asynchronous: one wgmma.mma_async.sync.aligned.m64nNk16.f32 of the linked C++."""
             issue(acc.ctypes.data, a_desc, b_desc, scale_d)
+
         return mma
 
     mma_n64, mma_n128, mma_n256 = (_linked_mma(n) for n in N_SIZES)
@@ -258,9 +285,9 @@ else:
         """Emulation: the 8 values (or zeros) are in place at once."""
         at = byte // 2
         if valid:  # the 16 bytes as they are (fp16 or bf16 words)
-            smem.view(np.uint16)[at:at + 8] = src[row, col:col + 8].view(np.uint16)
+            smem.view(np.uint16)[at : at + 8] = src[row, col : col + 8].view(np.uint16)
         else:
-            smem[at:at + 8] = 0
+            smem[at : at + 8] = 0
 
     class _Warpgroup:
         """Emulation: what the 128 threads of one warpgroup meet at. A multiply is one instruction
@@ -289,8 +316,9 @@ else:
             try:
                 self.barrier.wait(self.LIMIT_S)
             except threading.BrokenBarrierError:
-                raise RuntimeError("not all 128 threads of a warpgroup reached the same wgmma; on a GPU this "
-                                   "multiply would never start") from None
+                raise RuntimeError(
+                    "not all 128 threads of a warpgroup reached the same wgmma; on a GPU this multiply would never start"
+                ) from None
             if self.error is not None:
                 raise self.error
             return self.result[thread]
@@ -312,6 +340,7 @@ else:
                 group = _WARPGROUPS.setdefault(key, _Warpgroup())
             products = group.products((image, int(a_desc), int(b_desc), n, operands), thread_in_warpgroup())
             acc[:] = products + (acc if scale_d else np.float32(0.0))
+
         return mma
 
     mma_n64, mma_n128, mma_n256 = (_emulated_mma(n) for n in N_SIZES)
@@ -327,8 +356,14 @@ else:
 async_commit, async_wait_one, async_wait_all = wmma.async_commit, wmma.async_wait_one, wmma.async_wait_all
 
 # the multiply and the epilogue for each (operands, N) and N: what a kernel factory picks from
-MMA = {("fp16", 64): mma_n64, ("fp16", 128): mma_n128, ("fp16", 256): mma_n256,
-       ("bf16", 64): mma_bf16_n64, ("bf16", 128): mma_bf16_n128, ("bf16", 256): mma_bf16_n256}
+MMA = {
+    ("fp16", 64): mma_n64,
+    ("fp16", 128): mma_n128,
+    ("fp16", 256): mma_n256,
+    ("bf16", 64): mma_bf16_n64,
+    ("bf16", 128): mma_bf16_n128,
+    ("bf16", 256): mma_bf16_n256,
+}
 STORE = {64: store_n64, 128: store_n128, 256: store_n256}
 TILE_K = 64  # the K depth of the tiles kernels stage: one 128-byte swizzle row of 16-bit values
 
@@ -344,6 +379,7 @@ def _multiply_tile(mma):
             a = descriptor(smem, a_byte + 32 * kk, ATOM_BYTES)
             b = descriptor(smem, b_byte + 32 * kk, ATOM_BYTES)
             mma(acc, a, b, scale_d if kk == 0 else 1)
+
     return multiply_tile
 
 
@@ -362,13 +398,12 @@ _BOUND: dict = {}
 
 
 def unsupported_device() -> str:
-    """"" where these instructions run (the simulator, or a GPU of compute capability 9.0: H100,
+    """ "" where these instructions run (the simulator, or a GPU of compute capability 9.0: H100,
     H200, GH200); else why not. wgmma and TMA exist only in sm_90a."""
     if not ON_GPU:
         return ""
     cc = cuda.get_current_device().compute_capability
-    return "" if tuple(cc) == (9, 0) else (f"wgmma needs a Hopper GPU (compute capability 9.0); this one "
-                                          f"is {cc[0]}.{cc[1]}")
+    return "" if tuple(cc) == (9, 0) else (f"wgmma needs a Hopper GPU (compute capability 9.0); this one is {cc[0]}.{cc[1]}")
 
 
 def launch(kernel, grid, block, shared_bytes: int, *args) -> None:

@@ -35,9 +35,8 @@ def prepare_numba() -> None:
 
 
 def numba_type(spec):
-    from numba import from_dtype, types
-
     import numpy as np
+    from numba import from_dtype, types
 
     if spec[0] == "array":
         _, dtype, ndim, layout = spec

@@ -1,0 +1,34 @@
+"""The layers' contracts (pyproject.toml, [tool.importlinter]) hold for gpulib, and break when a
+lower layer imports a higher one: import-linter run on gpulib as it is, then on a copy with one
+planted upward import (the base's shapes.py importing 16.6's profiler)."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(where: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT), "--no-cache", "--config", str(where / "pyproject.toml")], cwd=where,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(where)}, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_every_import_points_down_the_layers():
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_a_planted_upward_import_breaks_the_layers(tmp_path):
+    shutil.copytree(ROOT / "gpulib", tmp_path / "gpulib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    shapes = tmp_path / "gpulib" / "shapes.py"
+    shapes.write_text(shapes.read_text() + "\n\ndef _planted():\n    from gpulib.playbook import profile  # noqa\n")
+    result = _lint(tmp_path)
+    assert result.returncode != 0, result.stdout
+    assert "gpulib's layers, top to bottom BROKEN" in result.stdout
+    assert "gpulib.shapes -> gpulib.playbook.profile" in result.stdout, result.stdout
