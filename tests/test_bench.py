@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 import gpulib  # noqa: E402
 from gpulib.bench import conv_direct as bench  # noqa: E402
 from gpulib.book_layers import LAYER  # noqa: E402
+from gpulib.figures import conv_direct as direct_figures  # noqa: E402
 from gpulib.style import use_korean_font  # noqa: E402
 
 
@@ -25,7 +26,7 @@ def test_stored_results_name_device_date_and_every_rung():
 
 def test_plot_of_stored_results():
     use_korean_font()
-    fig = bench.plot(bench.load(), measured_live=False)
+    fig = direct_figures.plot(bench.load(), measured_live=False)
     assert "저장된 측정값" in fig.axes[0].get_title()
 
 

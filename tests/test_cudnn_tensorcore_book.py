@@ -10,6 +10,7 @@ from gpulib.bench import cudnn_engines
 from gpulib.bench import cudnn_tensorcore as bench
 from gpulib.book_layers import LAYERS
 from gpulib.conv.algorithms import ALGORITHMS
+from gpulib.figures import cudnn_tensorcore as tc_plots
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +73,10 @@ def test_table_parts_and_plots(stored):
                                               ("precision", "Precision (PyTorch)")) if p != part)
     tuned = bench.table(stored, parts=["autotune"])  # each layer: every algorithm, the pick, and cuDNN
     assert tuned.count("<- the auto-tuner's pick") == tuned.count("cuDNN fp32 (torch") == len(stored["autotune"])
-    fig = bench.plot_tensor_cores(stored)
+    fig = tc_plots.plot_tensor_cores(stored)
     assert len(fig.axes) == 3
     plt.close(fig)
-    fig = bench.plot_autotune(stored)
+    fig = tc_plots.plot_autotune(stored)
     assert len(fig.axes) == len(stored["autotune"])
     plt.close(fig)
 

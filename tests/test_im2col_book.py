@@ -6,6 +6,7 @@ import pytest
 import gpulib
 from gpulib import reference as ref
 from gpulib.bench import conv_gemm as gemm_bench
+from gpulib.figures import conv_gemm as gemm_figures
 from gpulib.figures.im2col_explorer import Im2colExample, Im2colExplorer, dot_product_text, figure
 
 
@@ -63,7 +64,7 @@ def test_the_plots_draw_from_stored_results():
     import matplotlib.pyplot as plt
 
     r = gemm_bench.load()
-    for fig in (gemm_bench.plot_speed(r, measured_live=False), gemm_bench.plot_memory(r)):
+    for fig in (gemm_figures.plot_speed(r, measured_live=False), gemm_figures.plot_memory(r)):
         assert len(fig.axes) == 2
         plt.close(fig)
 

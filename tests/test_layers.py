@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
@@ -32,3 +34,17 @@ def test_a_planted_upward_import_breaks_the_layers(tmp_path):
     assert result.returncode != 0, result.stdout
     assert "gpulib's layers, top to bottom BROKEN" in result.stdout
     assert "gpulib.shapes -> gpulib.playbook.profile" in result.stdout, result.stdout
+
+
+def test_every_module_sits_in_a_layer():
+    """A module no layer names would escape the contracts: each one of gpulib is in a layer (or
+    inside a package that is)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 and later
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    named = {m.strip() for layer in config["layers"] for m in layer.replace("|", ":").split(":")}
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+               for p in (ROOT / "gpulib").rglob("*.py")}
+    outside = sorted(m for m in modules - {"gpulib"}
+                     if not any(m == n or m.startswith(n + ".") for n in named)
+                     and not any(n.startswith(m + ".") for n in named))  # a package whose modules are named one by one
+    assert not outside, outside

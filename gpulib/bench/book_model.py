@@ -44,7 +44,7 @@ from gpulib.conv import im2col as I
 from gpulib.data import load_digits
 from gpulib.env import cuda
 from gpulib.mlp.train import train
-from gpulib.playbook import memory, roofline
+from gpulib.playbook import memory, probes, roofline
 from gpulib.playbook.profile import Profiler
 from gpulib.playbook.replay import ReplayedStep
 from gpulib.reductions.softmax import softmax_rows
@@ -150,31 +150,6 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
 
 
 # ------------------------------------------------------------------ limits
-@cuda.jit
-def _fma_kernel(out, iterations):
-    """Eight independent FMA chains per thread: the fp32 pipes never wait on a result."""
-    i = cuda.grid(1)
-    x = np.float32(i) * np.float32(1e-9)  # eight different chains, so none can be merged with another
-    a0, a1, a2, a3 = x, x + np.float32(1), x + np.float32(2), x + np.float32(3)
-    a4, a5, a6, a7 = x + np.float32(4), x + np.float32(5), x + np.float32(6), x + np.float32(7)
-    m, c = np.float32(0.999999), np.float32(1e-7)
-    for _ in range(iterations):  # cuda.fma: one fused multiply-add instruction, 2 FLOP
-        a0 = cuda.fma(a0, m, c)
-        a1 = cuda.fma(a1, m, c)
-        a2 = cuda.fma(a2, m, c)
-        a3 = cuda.fma(a3, m, c)
-        a4 = cuda.fma(a4, m, c)
-        a5 = cuda.fma(a5, m, c)
-        a6 = cuda.fma(a6, m, c)
-        a7 = cuda.fma(a7, m, c)
-    out[i] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
-
-
-@cuda.jit
-def _copy_kernel(src, dst):
-    i = cuda.grid(1)
-    if i < src.size:
-        dst[i] = src[i]
 
 
 def measure_limits(repeat: int = 10) -> dict:
@@ -183,11 +158,11 @@ def measure_limits(repeat: int = 10) -> dict:
     sms = device.MULTIPROCESSOR_COUNT
     threads, iterations = sms * 2048 * 4, 4096
     out = cuda.device_array(threads, np.float32)
-    fma = benchmark(lambda: _fma_kernel[threads // 256, 256](out, iterations), repeat=repeat, flush_l2=False)
+    fma = benchmark(lambda: probes.fma_kernel[threads // 256, 256](out, iterations), repeat=repeat, flush_l2=False)
     fma_flops = 2.0 * 8 * iterations * threads / (fma.median_ms * 1e-3)
     n = 2**28  # 1 GiB of float32
     src, dst = cuda.device_array(n, np.float32), cuda.device_array(n, np.float32)
-    copy = benchmark(lambda: _copy_kernel[n // 256, 256](src, dst), repeat=repeat, flush_l2=False)
+    copy = benchmark(lambda: probes.copy_kernel[n // 256, 256](src, dst), repeat=repeat, flush_l2=False)
     hbm = 2.0 * 4 * n / (copy.median_ms * 1e-3)
     import cupy
 
@@ -393,16 +368,9 @@ def measure_im2col(repeat: int = 20) -> dict:
         rows.append(dict(name=name, ms=ms, gbps=nbytes / ms / 1e6))
     n = X_col.size
     flat = X_col.reshape(n)
-    fill = benchmark(lambda: _fill_kernel[(n + 255) // 256, 256](flat, 0.0), repeat=repeat).median_ms
+    fill = benchmark(lambda: probes.fill_kernel[(n + 255) // 256, 256](flat, 0.0), repeat=repeat).median_ms
     rows.append(dict(name="fill X_col (writes only)", ms=fill, gbps=X_col.size * 4 / fill / 1e6))
     return dict(layer=L, bytes=nbytes, x_col_bytes=X_col.size * 4, rows=rows)
-
-
-@cuda.jit
-def _fill_kernel(a, value):
-    i = cuda.grid(1)
-    if i < a.size:
-        a[i] = value
 
 
 def measure_cuda_c(repeat: int = 10) -> dict:

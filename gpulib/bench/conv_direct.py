@@ -8,7 +8,7 @@ GPU and ``load`` elsewhere, and ``plot`` either way.
 from __future__ import annotations
 
 from gpulib.bench import measure as M
-from gpulib.book_layers import LAYER, describe, flop, layer_inputs
+from gpulib.book_layers import LAYER, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv.direct import conv2d_direct
 from gpulib.env import cuda
@@ -53,29 +53,3 @@ def table(results: dict) -> str:
     head = (f"{results['device']}, {results['date']}, layer {results['layer']}, {results['gflop']:.2f} GFLOP, "
             f"checked against {results['reference']}")
     return "\n".join([head] + M.rows_table(results["rows"], "cuDNN", width=46, indent=""))
-
-
-def plot(results: dict, measured_live: bool):
-    """Bars of time per implementation (log scale), labelled with where the numbers come from."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
-    rows = results["rows"]
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    names = [M.short_name(r["name"]) for r in rows]
-    colors = ["tab:gray" if r["version"] == "v1" else "tab:green" if r["version"] == "cudnn" else "tab:blue"
-              for r in rows]
-    ax.barh(names, [r["ms"] for r in rows], color=colors)
-    for i, r in enumerate(rows):
-        ax.text(r["ms"] * 1.05, i, f"{r['ms']:.2f} ms, {r['tflops']:.1f} TFLOP/s, cuDNN의 {M.ratio_text(r['vs_library'])} 속도",
-                va="center", fontsize=8)
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.invert_yaxis()
-    ax.set_xlabel("시간 (ms, 로그 눈금, 짧을수록 빠름)")
-    source = "지금 이 GPU에서 측정" if measured_live else "저장된 측정값"
-    ax.set_title(f"{describe(results['layer'])}, fp32 - {results['device']}, {results['date']} ({source})",
-                 fontsize=10)
-    ax.set_xlim(right=max(r["ms"] for r in rows) * 12)
-    fig.tight_layout()
-    return fig

@@ -28,6 +28,7 @@ from gpulib.arrays import to_host
 from gpulib.check import validate
 from gpulib.env import device_name, on_gpu
 from gpulib.gemm.kernels import REGISTERS_PER_SM
+from gpulib.results import ratio_text, short_name  # noqa: F401  (M.ratio_text, M.short_name in the benchmarks)
 from gpulib.timing import benchmark
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
@@ -138,22 +139,6 @@ def with_ratio(rows: list[dict], library_ms: float) -> list[dict]:
     for row in rows:
         row["vs_library"] = library_ms / row["ms"] if row.get("ms") else None
     return rows
-
-
-def ratio_text(vs_library: float | None) -> str:
-    """How tables print the ratio: the percentage of the library's speed."""
-    return "-" if vs_library is None else f"{vs_library:.1%}"
-
-
-_SHORT = (("gpulib ", ""), (" (torch, benchmark=True, TF32 off)", ""), (" (torch, channels_last, benchmark=True)", " (torch)"),
-          (" (CuPy, TF32 off)", ""), (" (CuPy)", ""), ("/thread", ""), ("tensor-core ", "TC "))
-
-
-def short_name(name: str) -> str:
-    """A row's name as a plot labels it: without "gpulib " and the library's settings."""
-    for long, short in _SHORT:
-        name = name.replace(long, short)
-    return name
 
 
 def rows_table(rows: list[dict], library: str, width: int = 58, indent: str = "  ") -> list[str]:

@@ -42,391 +42,48 @@ are computed and not stored.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float32, types
+from numba import cuda
 
 from gpulib import reference as ref
 from gpulib.arrays import blocks, output, to_device, to_host
 from gpulib.conv.implicit_gemm import device_row_table
-from gpulib.gemm.tensorcore import warp_mma, warp_store
+from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from here)
+    BM,
+    BN,
+    THREADS,
+    V2_BK,
+    V2_BM,
+    V2_BN,
+    V2_THREADS,
+    V3_A_BYTES,
+    V3_ACC,
+    V3_BK,
+    V3_BM,
+    V3_BN,
+    V3_SHARED,
+    V3_STAGE_BYTES,
+    V3_STAGES,
+    V3_THREADS,
+    V4_PIXEL_TILES,
+    V4_SHARED,
+    V4_STAGES,
+    W_LD,
+    X_LD,
+    bias_rows_kernel,
+    filters_to_krsc16_kernel,
+    filters_to_rsck16_kernel,
+    nchw_to_nhwc16_kernel,
+    nhwc_rows_to_nchw_kernel,
+    pixel_tile,
+    tc_conv_kernel,
+    tc_conv_nhwc_kernel,
+    tc_conv_nhwc_uncapped_kernel,
+    tc_conv_tma_kernel,
+    tc_conv_wgmma_kernel,
+    to_fp16_kernel,
+)
 from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
-from gpulib.tensorcore import tma, wgmma, wmma
-from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE
-
-float16 = types.float16
-BM = BN = 64
-THREADS = 128
-
-
-@wmma.kernel
-def tc_conv_kernel(X, W_mat, b, Y, padding, stride, rows):
-    a_tile = cuda.shared.array((BM, TILE), float16, alignment=SHARED_ALIGN)
-    b_tile = cuda.shared.array((TILE, BN), float16, alignment=SHARED_ALIGN)
-    y_tile = cuda.shared.array((BM, BN), float32, alignment=SHARED_ALIGN)
-    a = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
-    bf = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
-    acc = cuda.local.array((4, ACC_FRAGMENT), float32)
-    t = cuda.threadIdx.x
-    warp = t // 32
-    wy, wx = (warp // 2) * 32, (warp % 2) * 32
-    row0, col0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN  # filters, output pixels
-    H, Wd = X.shape[2], X.shape[3]
-    K, Ho, Wo = Y.shape[1], Y.shape[2], Y.shape[3]
-    CRS = W_mat.shape[1]
-    NP = Y.shape[0] * Ho * Wo
-    for f in range(4):
-        wmma.fill(acc[f], float32(0.0))
-    for k0 in range(0, CRS, TILE):
-        for e in range(t, BM * TILE, THREADS):
-            r, c = e // TILE, e % TILE  # W_mat tile
-            gi, gk = row0 + r, k0 + c
-            a_tile[r, c] = W_mat[gi, gk] if gi < K and gk < CRS else float16(0.0)
-            r, c = e // BN, e % BN  # X_col tile, gathered from X
-            row, col = k0 + r, col0 + c
-            v = float16(0.0)
-            if row < CRS and col < NP:
-                n = col // (Ho * Wo)
-                p = col % (Ho * Wo)
-                iy = (p // Wo) * stride - padding + rows[row, 1]
-                ix = (p % Wo) * stride - padding + rows[row, 2]
-                if 0 <= iy < H and 0 <= ix < Wd:
-                    v = X[n, rows[row, 0], iy, ix]
-            b_tile[r, c] = v
-        cuda.syncthreads()
-        warp_mma(a_tile, b_tile, a, bf, acc, wy, wx, 0)
-        cuda.syncthreads()
-    warp_store(y_tile, acc, wy, wx, 2, 2)
-    cuda.syncthreads()
-    for e in range(t, BM * BN, THREADS):  # shared fp32 tile → Y[n, k, y, x] + b[k]
-        r, c = e // BN, e % BN
-        k, col = row0 + r, col0 + c
-        if k < K and col < NP:
-            p = col % (Ho * Wo)
-            Y[col // (Ho * Wo), k, p // Wo, p % Wo] = y_tile[r, c] + b[k]
-
-
-V2_BM, V2_BN, V2_BK = 128, 64, 32  # output pixels x filters x (r, s, c) per step
-V2_THREADS = 128  # 4 warps in 2x2, each 64 pixels x 32 filters (4x2 fragments)
-X_LD, W_LD = V2_BK + 8, V2_BN + 8  # padded row lengths (fp16 values) of the shared X_col and W tiles
-
-
-@cuda.jit(device=True)
-def _issue_nhwc_tiles(a_tile, b_tile, X, Wt, pix_n, pix_y, pix_x, k0, col0, S, H, Wd, t):
-    """Start the copies of the X_col tile (rows: this block's 128 output pixels; columns k0:+32
-    of (r, s, c)) and of Wt[k0:+32, col0:+64]. Each thread copies 8 channels for 4 pixels, and
-    2 chunks of W."""
-    C = X.shape[1]
-    RSC = Wt.shape[0]
-    k = k0 + (t % 4) * 8  # this thread's 8 channels: one (r, s), channels c:c+8
-    rs, c = k // C, k % C
-    r, s = rs // S, rs % S
-    for i in range(4):
-        iy, ix = pix_y[i] + r, pix_x[i] + s
-        inside = k < RSC and pix_n[i] >= 0 and 0 <= iy < H and 0 <= ix < Wd
-        wmma.copy8_async(a_tile, t // 4 + 32 * i, (t % 4) * 8, X, (pix_n[i] * H + iy) * Wd + ix, c, inside)
-    for i in range(2):
-        e = t + i * V2_THREADS
-        row, cc = e // 8, (e % 8) * 8
-        wmma.copy8_async(b_tile, row, cc, Wt, k0 + row, col0 + cc, k0 + row < RSC and col0 + cc < Wt.shape[1])
-
-
-# 173 registers per thread unbounded: 2 blocks (8 warps) per SM; capped at 168, 3 blocks fit and
-# the H200 ran the 16.3 layer in 0.073 ms instead of 0.091 (at 128 it spills and slows again)
-@wmma.kernel(max_registers=168)
-def tc_conv_nhwc_kernel(X, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride):
-    """X [N·H·W, C] (NHWC, fp16, C a multiple of 8), Wt [R·S·C, Kp] (rows in (r, s, c) order,
-    fp16), bias_rows [16, ≥ Kp rounded up to 64] (every row the bias), Y [≥ N·H'·W', Kp] fp32,
-    rows and Kp multiples of 16. Block (bx, by): output pixels 128·bx:+128, filters 64·by:+64."""
-    a_tiles = cuda.shared.array((2, V2_BM, X_LD), float16, alignment=SHARED_ALIGN)
-    b_tiles = cuda.shared.array((2, V2_BK, W_LD), float16, alignment=SHARED_ALIGN)
-    a = cuda.local.array((4, AB_FRAGMENT), AB_DTYPE)
-    bf = cuda.local.array((2, AB_FRAGMENT), AB_DTYPE)
-    acc = cuda.local.array((8, ACC_FRAGMENT), float32)
-    pix_n = cuda.local.array(4, types.int32)  # the 4 output pixels this thread gathers for
-    pix_y = cuda.local.array(4, types.int32)  # (their window's top-left corner in X)
-    pix_x = cuda.local.array(4, types.int32)
-    t = cuda.threadIdx.x
-    warp = t // 32
-    wy, wx = (warp // 2) * 64, (warp % 2) * 32
-    row0, col0 = cuda.blockIdx.x * V2_BM, cuda.blockIdx.y * V2_BN
-    npix = (X.shape[0] // (H * Wd)) * Ho * Wo
-    for i in range(4):
-        m = row0 + t // 4 + 32 * i
-        p = m % (Ho * Wo)
-        pix_n[i] = m // (Ho * Wo) if m < npix else -1
-        pix_y[i] = (p // Wo) * stride - padding
-        pix_x[i] = (p % Wo) * stride - padding
-    for f in range(8):  # D = A·B + C with C = the bias
-        wmma.load_c(acc[f], bias_rows, 0, col0 + wx + 16 * (f % 2))
-    steps = (Wt.shape[0] + V2_BK - 1) // V2_BK
-    _issue_nhwc_tiles(a_tiles[0], b_tiles[0], X, Wt, pix_n, pix_y, pix_x, 0, col0, S, H, Wd, t)
-    wmma.async_commit()
-    for step in range(steps):
-        if step + 1 < steps:
-            _issue_nhwc_tiles(a_tiles[(step + 1) % 2], b_tiles[(step + 1) % 2], X, Wt, pix_n, pix_y, pix_x,
-                              (step + 1) * V2_BK, col0, S, H, Wd, t)
-            wmma.async_commit()
-            wmma.async_wait_one()
-        else:
-            wmma.async_wait_all()
-        cuda.syncthreads()
-        for kk in range(0, V2_BK, TILE):
-            warp_mma(a_tiles[step % 2], b_tiles[step % 2], a, bf, acc, wy, wx, kk)
-        cuda.syncthreads()
-    warp_store(Y, acc, row0 + wy, col0 + wx, 4, 2)
-
-
-V3_BM, V3_BN, V3_BK, V3_STAGES = 128, 64, 64, 4  # pixels x filters x (r, s, c); buffers in the ring
-V3_THREADS = 2 * wgmma.WARPGROUP
-V3_ACC = V3_BN // 2  # each thread's accumulators (64 x 64 per warpgroup)
-V3_A_BYTES = V3_BM * V3_BK * 2
-V3_STAGE_BYTES = V3_A_BYTES + V3_BN * V3_BK * 2
-V3_SHARED = V3_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
-_multiply64 = wgmma.MULTIPLY_TILE["fp16", V3_BN]  # a 64-deep step: 64 pixels x 64 filters per warpgroup
-
-
-@cuda.jit(device=True)
-def _issue_wgmma_tiles(smem, stage, X, Wk, pix_corner, pix_y, pix_x, tap, col0, Wd, H, t):
-    """Start the copies of one 64-deep step's X_col tile (this block's 128 pixels) and Wk's tile
-    into buffer ``stage``, each 16-byte chunk at its swizzled place: 4 chunks of X (8 channels of
-    one input pixel each) and 2 of Wk per thread. ``tap`` = (k, r, s, c) of this thread's chunk
-    in the step: its column of X_col and the filter tap and channels that column is, kept up to
-    date by ``_next_tap`` (no division per step). ``pix_corner`` is each pixel's window corner
-    as a row of X (n·H + y0)·W + x0, so the tap's row is pix_corner + r·W + s."""
-    k, r, s, c = tap[0], tap[1], tap[2], tap[3]
-    chunk = t % 8
-    live = k < Wk.shape[1]
-    offset = r * Wd + s
-    for i in range(4):
-        row = t // 8 + 32 * i
-        iy, ix = pix_y[i] + r, pix_x[i] + s
-        inside = live and 0 <= iy < H and 0 <= ix < Wd
-        wgmma.copy16_async(smem, stage + wgmma.swizzled_byte(row, chunk), X, pix_corner[i] + offset, c, inside)
-    for i in range(2):
-        row = t // 8 + 32 * i
-        wgmma.copy16_async(smem, stage + V3_A_BYTES + wgmma.swizzled_byte(row, chunk), Wk, col0 + row, k,
-                           live and col0 + row < Wk.shape[0])
-
-
-@cuda.jit(device=True)
-def _next_tap(tap, C, S):
-    """Move (k, r, s, c) on by one step of 64 columns of X_col: channels first, then s, then r."""
-    tap[0] += V3_BK
-    tap[3] += V3_BK
-    while tap[3] >= C:
-        tap[3] -= C
-        tap[2] += 1
-        if tap[2] == S:
-            tap[2] = 0
-            tap[1] += 1
-
-
-@cuda.jit(device=True)
-def _bias_n64(acc, bias, col0):
-    """Every accumulator starts as its column's bias (D = A·B + C, C = the bias row)."""
-    _, c0 = wgmma.accumulator_corner(0, col0)
-    for j in range(8):
-        for h in range(2):
-            col = c0 + 8 * j + h
-            value = bias[col] if col < bias.shape[0] else float32(0.0)
-            acc[4 * j + h] = value
-            acc[4 * j + 2 + h] = value
-
-
-@wgmma.kernel
-def tc_conv_wgmma_kernel(X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride):
-    """X [N·H·W, C] (NHWC, fp16, C a multiple of 8), Wk [K, R·S·C] (KRSC, fp16), bias [K] fp32,
-    Y [N·H'·W', K] fp32. Block (bx, by): output pixels 128·bx:+128, filters 64·by:+64."""
-    smem = cuda.shared.array(0, float16)
-    base = 2 * wgmma.aligned_start(smem)
-    acc = cuda.local.array(V3_ACC, float32)
-    pix_corner = cuda.local.array(4, types.int64)  # the 4 output pixels this thread gathers for:
-    pix_y = cuda.local.array(4, types.int32)  # their window's top-left corner, as a row of X and as (y, x)
-    pix_x = cuda.local.array(4, types.int32)
-    tap = cuda.local.array(4, types.int64)  # (k, r, s, c) of this thread's next chunk to copy
-    t = cuda.threadIdx.x
-    group = t // wgmma.WARPGROUP
-    row0, col0 = cuda.blockIdx.x * V3_BM, cuda.blockIdx.y * V3_BN
-    npix = Y.shape[0]
-    C = X.shape[1]
-    for i in range(4):
-        m = row0 + t // 8 + 32 * i
-        p = m % (Ho * Wo)
-        pix_y[i] = (p // Wo) * stride - padding if m < npix else -(1 << 20)  # past the last pixel: never inside
-        pix_x[i] = (p % Wo) * stride - padding
-        pix_corner[i] = ((m // (Ho * Wo)) * H + pix_y[i]) * Wd + pix_x[i]
-    tap[0] = 8 * (t % 8)
-    tap[3] = tap[0] % C
-    tap[2] = (tap[0] // C) % S
-    tap[1] = (tap[0] // C) // S
-    steps = (Wk.shape[1] + V3_BK - 1) // V3_BK
-    for s in range(V3_STAGES - 2):
-        if s < steps:
-            _issue_wgmma_tiles(smem, base + s * V3_STAGE_BYTES, X, Wk, pix_corner, pix_y, pix_x, tap, col0, Wd, H, t)
-            _next_tap(tap, C, S)
-        wgmma.async_commit()
-    _bias_n64(acc, bias, col0)
-    for step in range(steps):
-        wgmma.async_wait_one()
-        wgmma.fence_async_proxy()
-        cuda.syncthreads()
-        ahead = step + V3_STAGES - 2
-        if ahead < steps:
-            _issue_wgmma_tiles(smem, base + ahead % V3_STAGES * V3_STAGE_BYTES, X, Wk, pix_corner, pix_y, pix_x, tap,
-                               col0, Wd, H, t)
-            _next_tap(tap, C, S)
-        wgmma.async_commit()
-        stage = base + step % V3_STAGES * V3_STAGE_BYTES
-        wgmma.fence()
-        _multiply64(acc, smem, stage + group * wgmma.M_TILE * 128, stage + V3_A_BYTES, 1)
-        wgmma.commit()
-        wgmma.wait_one()
-    wgmma.wait_all()
-    wgmma.store_n64(Y, row0 + wgmma.M_TILE * group, col0, acc)
-
-
-V4_STAGES = 4  # conv v4: v3's tile and ring, the boxes brought by TMA
-V4_SHARED = V4_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
-V4_PIXEL_TILES = (8, 16, 32, 64, 128)  # widths of a block's patch of output pixels (height 128 / width)
-
-
-def pixel_tile(Ho: int, Wo: int) -> tuple[int, int]:
-    """(height, width) of the patch of 128 output pixels a conv v4 block owns: of the widths in
-    V4_PIXEL_TILES, the one that leaves the fewest patch pixels outside the image (ties: the wider)."""
-    def wasted(w):
-        h = 128 // w
-        return blocks(Ho, h) * h * blocks(Wo, w) * w - Ho * Wo
-    width = min(V4_PIXEL_TILES, key=lambda w: (wasted(w), -w))
-    return 128 // width, width
-
-
-@cuda.jit(device=True)
-def _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group):
-    """This thread's 32 results: rows of the block's 128-pixel patch (row i is pixel (y0 + i //
-    width, x0 + i % width) of image n) into Y [N·H'·W', K], skipping pixels outside the image and
-    filters past K."""
-    i0, c0 = wgmma.accumulator_corner(wgmma.M_TILE * group, col0)  # row i0 of the patch, filter c0
-    for h in range(2):
-        i = i0 + 8 * h
-        y, x = y0 + i // width, x0 + i % width
-        if y < Ho and x < Wo:
-            row = (n * Ho + y) * Wo + x
-            for j in range(8):
-                c = c0 + 8 * j
-                if c < Y.shape[1]:
-                    Y[row, c] = acc[4 * j + 2 * h]
-                if c + 1 < Y.shape[1]:
-                    Y[row, c + 1] = acc[4 * j + 2 * h + 1]
-
-
-@cuda.jit(device=True)
-def _request_step(smem, base, bars, x_map, w_map, step, chunks, S, n, y0, x0, col0, padding):
-    """(One thread) step ``step`` = (tap r·S + s, channels c0:+64) into buffer step mod STAGES:
-    announce the bytes, ask TMA for the 4-D box of X (the patch moved by the tap, padding
-    included: rows and columns before the image or past it arrive as zeros) and the 3-D box of
-    the filters."""
-    tap, c0 = step // chunks, (step % chunks) * V3_BK
-    s = step % V4_STAGES
-    stage = base + s * V3_STAGE_BYTES
-    tma.expect(bars, s, V3_STAGE_BYTES)
-    tma.load4(smem, stage, x_map, n, y0 + tap // S - padding, x0 + tap % S - padding, c0, bars, s)
-    tma.load3(smem, stage + V3_A_BYTES, w_map, col0, tap, c0, bars, s)
-
-
-@tma.kernel
-def tc_conv_tma_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width, patches_x, patches):
-    """Maps: X [N, H, W, C] boxes [1, 128 / width, width, 64] and Wk [K, R·S, C] boxes [64, 1, 64]
-    (fp16, C a multiple of 8); bias [K] fp32; Y [N·H'·W', K] fp32. Block (bx, by): patch bx of
-    the ``patches`` per image (row-major, ``patches_x`` across), filters 64·by:+64."""
-    smem = cuda.shared.array(0, float16)
-    bars = cuda.shared.array(V4_STAGES, types.uint64)
-    base = 2 * wgmma.aligned_start(smem)
-    acc = cuda.local.array(V3_ACC, float32)
-    t = cuda.threadIdx.x
-    group = t // wgmma.WARPGROUP
-    n, patch = cuda.blockIdx.x // patches, cuda.blockIdx.x % patches
-    y0, x0 = (patch // patches_x) * (128 // width), (patch % patches_x) * width
-    col0 = cuda.blockIdx.y * V3_BN
-    chunks = (C + V3_BK - 1) // V3_BK
-    steps = taps * chunks
-    if t == 0:
-        for s in range(V4_STAGES):
-            tma.init(bars, s, 1)
-    tma.fence_init()
-    cuda.syncthreads()
-    if t == 0:
-        for step in range(min(V4_STAGES - 1, steps)):
-            _request_step(smem, base, bars, x_map, w_map, step, chunks, S, n, y0, x0, col0, padding)
-    _bias_n64(acc, bias, col0)
-    for step in range(steps):
-        s = step % V4_STAGES
-        tma.wait(bars, s, (step // V4_STAGES) % 2)
-        wgmma.fence()
-        stage = base + s * V3_STAGE_BYTES
-        _multiply64(acc, smem, stage + group * wgmma.M_TILE * 128, stage + V3_A_BYTES, 1)
-        wgmma.commit()
-        wgmma.wait_one()
-        cuda.syncthreads()  # every warpgroup is done with step - 1: its buffer may be refilled
-        if t == 0 and step + V4_STAGES - 1 < steps:
-            _request_step(smem, base, bars, x_map, w_map, step + V4_STAGES - 1, chunks, S, n, y0, x0, col0, padding)
-    wgmma.wait_all()
-    _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
-
-
-@cuda.jit
-def to_fp16_kernel(src, dst):
-    """dst[i] = fp16(src[i]) on flat views: the operands of version 1."""
-    i = cuda.grid(1)
-    if i < dst.size:
-        dst[i] = float16(src[i])
-
-
-@cuda.jit
-def nchw_to_nhwc16_kernel(X, Xn):
-    """Xn [N·H·W, C8] fp16 from X [N, C, H, W]: Xn[(n·H + y)·W + x, c] = X[n, c, y, x], zeros in the
-    padding channels c ≥ C. One thread per element of Xn (its writes are consecutive)."""
-    i = cuda.grid(1)
-    rows, C8 = Xn.shape
-    if i < rows * C8:
-        N, C, H, Wd = X.shape
-        c, p = i % C8, i // C8
-        x, y, n = p % Wd, (p // Wd) % H, p // (Wd * H)
-        Xn[p, c] = float16(X[n, c, y, x]) if c < C else float16(0.0)
-
-
-@cuda.jit
-def filters_to_rsck16_kernel(W, Wt):
-    """Wt [R·S·C8, K16] fp16 from W [K, C, R, S]: Wt[(r·S + s)·C8 + c, k] = W[k, c, r, s], zeros
-    where c ≥ C or k ≥ K. One thread per element of Wt."""
-    i = cuda.grid(1)
-    rows, K16 = Wt.shape
-    if i < rows * K16:
-        K, C, R, S = W.shape
-        C8 = rows // (R * S)
-        k, row = i % K16, i // K16
-        c, rs = row % C8, row // C8
-        r, s = rs // S, rs % S
-        Wt[row, k] = float16(W[k, c, r, s]) if c < C and k < K else float16(0.0)
-
-
-@cuda.jit
-def bias_rows_kernel(b, bias_rows):
-    """bias_rows [16, K64]: b repeated in 16 rows, zeros beyond K (the accumulators' start)."""
-    i = cuda.grid(1)
-    if i < bias_rows.size:
-        k = i % bias_rows.shape[1]
-        bias_rows[i // bias_rows.shape[1], k] = b[k] if k < b.size else float32(0.0)
-
-
-@cuda.jit
-def nhwc_rows_to_nchw_kernel(Yn, Y):
-    """Y [N, K, H', W'] from version 2's Yn [rows ≥ N·H'·W', K16]: the padding rows and filters
-    dropped. One thread per element of Y (its writes are consecutive)."""
-    i = cuda.grid(1)
-    if i < Y.size:
-        N, K, Ho, Wo = Y.shape
-        x, y = i % Wo, (i // Wo) % Ho
-        k, n = (i // (Wo * Ho)) % K, i // (Wo * Ho * K)
-        Y[n, k, y, x] = Yn[(n * Ho + y) * Wo + x, k]
+from gpulib.tensorcore import tma, wgmma
 
 
 def nhwc_operands(X, W, b=None):
@@ -445,18 +102,6 @@ def nhwc_operands(X, W, b=None):
     filters_to_rsck16_kernel[blocks(Wt.size, 256), 256](W, Wt)
     bias_rows_kernel[blocks(bias_rows.size, 256), 256](bias_or_zeros(b, K), bias_rows)
     return Xn, Wt, bias_rows
-
-
-@cuda.jit
-def filters_to_krsc16_kernel(W, Wk):
-    """Wk[k, (r·S + s)·C8 + c] = fp16(W[k, c, r, s]); zeros for the padding channels c ≥ C."""
-    i = cuda.grid(1)
-    if i < Wk.size:
-        K, C, R, S = W.shape
-        C8 = Wk.shape[1] // (R * S)
-        k, rest = i // Wk.shape[1], i % Wk.shape[1]
-        rs, c = rest // C8, rest % C8
-        Wk[k, rest] = float16(W[k, c, rs // S, rs % S]) if c < C else float16(0.0)
 
 
 def wgmma_operands(X, W, b=None):

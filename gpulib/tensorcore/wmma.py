@@ -275,3 +275,30 @@ def kernel(fn=None, *, max_registers: int | None = None):
     if fn is None:
         return lambda f: kernel(f, max_registers=max_registers)
     return cuda.jit(link=LINK, max_registers=max_registers)(fn) if ON_GPU else cuda.jit(fn)
+
+
+# -- a warp's tile of fragments, as the block-tiled kernels (GEMM v2-v4, conv v1) use it
+
+
+@cuda.jit(device=True)
+def warp_mma(a_tile, b_tile, a, b, acc, wy, wx, kk):
+    """One 16-deep step of a warp's part of the block tile: A fragments of the shared tile's
+    rows wy, wy + 16, ..., B fragments of its columns wx, wx + 16, ..., at depth kk; then every
+    A fragment times every B fragment into the accumulators (acc[i·len(b) + j])."""
+    for i in range(a.shape[0]):
+        load_a_shared(a[i], a_tile, wy + 16 * i, kk)
+    for j in range(b.shape[0]):
+        load_b_shared(b[j], b_tile, kk, wx + 16 * j)
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            mma(acc[b.shape[0] * i + j], a[i], b[j])
+
+
+@cuda.jit(device=True)
+def warp_store(C, acc, row, col, tiles_i, tiles_j):
+    """Store a warp's tiles_i x tiles_j accumulators at C[row:, col:], skipping tiles outside C."""
+    for i in range(tiles_i):
+        for j in range(tiles_j):
+            r, c = row + 16 * i, col + 16 * j
+            if r < C.shape[0] and c < C.shape[1]:  # matmul_tc pads C to multiples of 16
+                store(C, r, c, acc[tiles_j * i + j])

@@ -1,0 +1,251 @@
+"""16.5: the tensor-core GEMM ladder's warpgroup versions 5-7 (Hopper's wgmma, cp.async or TMA into
+a ring of swizzled shared-memory buffers), C [M, N] fp32 = A [M, K] · Bᵀ with Bᵀ given as [N, K].
+Kernels and their configurations only: the launcher is gpulib/gemm/tensorcore.py."""
+
+from __future__ import annotations
+
+from numba import cuda, float32, types, uint64
+
+from gpulib.tensorcore import tma, wgmma
+
+float16 = types.float16
+
+
+V5_BM, V5_BK = 128, 64  # two warpgroups of 64 rows; one 128-byte swizzle row of K
+V5_THREADS = 2 * wgmma.WARPGROUP
+V5_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128x256, 3 stages": (256, 3)}
+V5_DEFAULT = "128x128, 4 stages"
+
+
+GROUP_M = 8  # tile rows that sweep the columns together (grouped_tile)
+
+
+@cuda.jit(device=True)
+def grouped_tile(M, N, bm, bn):
+    """(row0, col0) of block blockIdx.x's bm x bn tile of C [M, N], numbered so that groups of
+    GROUP_M tile rows sweep the tile columns together: the blocks running at the same time share
+    a few panels of A and of Bᵀ, which then stay in L2, instead of each block row reading all of Bᵀ."""
+    tiles_m = (M + bm - 1) // bm
+    tiles_n = (N + bn - 1) // bn
+    per_group = GROUP_M * tiles_n
+    first = (cuda.blockIdx.x // per_group) * GROUP_M
+    size = min(tiles_m - first, GROUP_M)
+    inside = cuda.blockIdx.x % per_group
+    return (first + inside % size) * bm, (inside // size) * bn
+
+
+def make_tc_gemm_v5(bn: int, stages: int):
+    """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256) and a ring of ``stages``
+    (3 or 4) shared buffers of A's and Bᵀ's 64-deep tiles; returns (kernel, shared bytes)."""
+    multiply, store = wgmma.MULTIPLY_TILE["fp16", bn], wgmma.STORE[bn]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    acc_size = bn // 2  # each thread's share of its warpgroup's 64 x bn accumulators
+    ahead = stages - 2  # tiles in flight ahead of the one being multiplied
+
+    @cuda.jit(device=True)
+    def issue(smem, stage, A, Bt, row0, col0, k0, t):
+        """Start the cp.async copies of A[row0:+128, k0:+64] and Bᵀ[col0:+bn, k0:+64] into
+        buffer ``stage`` (bytes from the aligned start), each 16-byte chunk at its swizzled place."""
+        M, K = A.shape
+        N = Bt.shape[0]
+        for i in range(V5_BM * 8 // V5_THREADS):
+            e = t + i * V5_THREADS
+            r, c = e // 8, e % 8
+            wgmma.copy16_async(smem, stage + wgmma.swizzled_byte(r, c), A, row0 + r, k0 + 8 * c,
+                               row0 + r < M and k0 + 8 * c < K)
+        for i in range(bn * 8 // V5_THREADS):
+            e = t + i * V5_THREADS
+            r, c = e // 8, e % 8
+            wgmma.copy16_async(smem, stage + a_bytes + wgmma.swizzled_byte(r, c), Bt, col0 + r, k0 + 8 * c,
+                               col0 + r < N and k0 + 8 * c < K)
+
+    @wgmma.kernel
+    def tc_gemm_v5_kernel(A, Bt, C):
+        """Each block owns a 128 x bn tile of C (grouped_tile); warpgroup g its rows 64g .. 64g + 63."""
+        smem = cuda.shared.array(0, float16)
+        base = 2 * wgmma.aligned_start(smem)
+        acc = cuda.local.array(acc_size, float32)
+        t = cuda.threadIdx.x
+        group = t // wgmma.WARPGROUP
+        row0, col0 = grouped_tile(C.shape[0], C.shape[1], V5_BM, bn)
+        steps = (A.shape[1] + V5_BK - 1) // V5_BK
+        for s in range(ahead):
+            if s < steps:
+                issue(smem, base + s * stage_bytes, A, Bt, row0, col0, s * V5_BK, t)
+            wgmma.async_commit()  # one group per tile, empty past the end: the counts stay regular
+        wgmma.fill(acc, float32(0.0))
+        for step in range(steps):
+            if ahead == 2:
+                wgmma.async_wait_one()  # this tile's copies have landed (the next may still fly)
+            else:
+                wgmma.async_wait_all()
+            wgmma.fence_async_proxy()  # ... and are visible to the tensor cores' reads
+            cuda.syncthreads()  # every thread's copies; and every warpgroup is done with tile step - 2
+            if step + ahead < steps:
+                issue(smem, base + (step + ahead) % stages * stage_bytes, A, Bt, row0, col0, (step + ahead) * V5_BK, t)
+            wgmma.async_commit()
+            stage = base + step % stages * stage_bytes
+            wgmma.fence()
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, 1)  # four 16-deep slices
+            wgmma.commit()
+            wgmma.wait_one()  # the previous tile's multiplies are done: its buffer may be refilled
+        wgmma.wait_all()
+        store(C, row0 + wgmma.M_TILE * group, col0, acc)
+
+    return tc_gemm_v5_kernel, stages * stage_bytes + wgmma.ATOM_BYTES
+
+
+V5_KERNELS = {name: make_tc_gemm_v5(*config) for name, config in V5_CONFIGS.items()}
+
+
+V6_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128x256, 4 stages": (256, 4),
+              "128x256, 3 stages": (256, 3)}
+V6_DEFAULT = "128x256, 4 stages"  # the fastest measured (4096³ on an H200)
+
+
+def _tma_request(stages: int, a_bytes: int, stage_bytes: int):
+    @cuda.jit(device=True)
+    def request(smem, base, bars, a_map, b_map, row0, col0, tile):
+        """(One thread) announce 64-deep tile ``tile``'s bytes on its buffer's barrier (tile mod
+        stages) and ask TMA for A's and Bᵀ's boxes: A[row0:+128] then Bᵀ[col0:+bn], K from 64·tile."""
+        s = tile % stages
+        tma.expect(bars, s, stage_bytes)
+        tma.load(smem, base + s * stage_bytes, a_map, row0, tile * V5_BK, bars, s)
+        tma.load(smem, base + s * stage_bytes + a_bytes, b_map, col0, tile * V5_BK, bars, s)
+    return request
+
+
+def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
+    """Version 6 for a 128 x ``bn`` block tile, ``stages`` buffers and fp16 or bf16 operands;
+    returns (kernel, shared bytes)."""
+    multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    acc_size = bn // 2
+
+    request = _tma_request(stages, a_bytes, stage_bytes)
+
+    @tma.kernel
+    def tc_gemm_v6_kernel(a_map, b_map, C, K):
+        """Each block owns a 128 x bn tile of C (grouped_tile); warpgroup g its rows 64g .. 64g + 63."""
+        smem = cuda.shared.array(0, float16)
+        bars = cuda.shared.array(stages, uint64)
+        base = 2 * wgmma.aligned_start(smem)
+        acc = cuda.local.array(acc_size, float32)
+        t = cuda.threadIdx.x
+        group = t // wgmma.WARPGROUP
+        row0, col0 = grouped_tile(C.shape[0], C.shape[1], V5_BM, bn)
+        steps = (K + V5_BK - 1) // V5_BK
+        if t == 0:
+            for s in range(stages):
+                tma.init(bars, s, 1)  # one arrival per phase: the thread that asks for the tile
+        tma.fence_init()
+        cuda.syncthreads()
+        if t == 0:
+            for tile in range(min(stages - 1, steps)):
+                request(smem, base, bars, a_map, b_map, row0, col0, tile)
+        wgmma.fill(acc, float32(0.0))
+        for step in range(steps):
+            tma.wait(bars, step % stages, (step // stages) % 2)  # this tile's bytes have landed
+            wgmma.fence()
+            stage = base + step % stages * stage_bytes
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, 1)
+            wgmma.commit()
+            wgmma.wait_one()  # this warpgroup's multiplies of tile step - 1 are done
+            cuda.syncthreads()  # ... and every warpgroup's: that buffer may be refilled
+            if t == 0 and step + stages - 1 < steps:
+                request(smem, base, bars, a_map, b_map, row0, col0, step + stages - 1)
+        wgmma.wait_all()
+        store(C, row0 + wgmma.M_TILE * group, col0, acc)
+
+    return tc_gemm_v6_kernel, stages * stage_bytes + wgmma.ATOM_BYTES
+
+
+V6_KERNELS = {name: make_tc_gemm_v6(*config) for name, config in V6_CONFIGS.items()}
+# bf16 operands (A and Bᵀ as uint16 arrays of bf16 words, ``precision.bf16_bits``): the default config
+V6_BF16_KERNELS = {V6_DEFAULT: make_tc_gemm_v6(*V6_CONFIGS[V6_DEFAULT], "bf16")}
+
+
+V7_CONFIGS = {  # bn, stages, registers per thread at launch, then the producer's and the multipliers'
+    "128x256, 3 stages": (256, 3, 168, 40, 232),  # one block an SM: 40 + 2 x 232 = 3 x 168
+    "128x256, 4 stages": (256, 4, 168, 40, 232),
+    "128x128, 4 stages": (128, 4, 168, 40, 232),
+}  # two blocks an SM (128x128, 3 stages) would leave 80 registers a thread: too few for ptxas
+V7_DEFAULT = "128x256, 3 stages"
+V7_THREADS = 3 * wgmma.WARPGROUP
+
+
+def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: int, consumer_registers: int,
+                    operands: str = "fp16"):
+    """Version 7 for a 128 x ``bn`` block tile and ``stages`` buffers: one producer warpgroup and
+    two multiplying ones, whose registers ``setmaxnreg`` sets; returns (kernel, shared bytes)."""
+    multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
+    release, claim = wgmma.RELEASE[producer_registers], wgmma.CLAIM[consumer_registers]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    acc_size = bn // 2
+    request = _tma_request(stages, a_bytes, stage_bytes)
+
+    @cuda.jit(device=True)
+    def produce(smem, base, full, empty, a_map, b_map, row0, col0, steps):
+        """(One thread) every tile in turn: wait until its buffer is empty, announce its bytes, ask TMA."""
+        for tile in range(steps):
+            s = tile % stages
+            if tile >= stages:  # the buffer's previous tile, tile - stages, must be done with
+                tma.wait(empty, s, (tile // stages - 1) % 2)
+            request(smem, base, full, a_map, b_map, row0, col0, tile)
+
+    @cuda.jit(device=True)
+    def consume(smem, base, full, empty, acc, group, steps):
+        """(A multiplying warpgroup) every tile in turn: wait until it is full, multiply, and say
+        when the tile before it is done with (one arrival per warpgroup)."""
+        for step in range(steps):
+            s = step % stages
+            tma.wait(full, s, (step // stages) % 2)
+            wgmma.fence()
+            stage = base + s * stage_bytes
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, min(step, 1))  # the first: from zero
+            wgmma.commit()
+            wgmma.wait_one()  # the multiplies of tile step - 1 are done: its buffer is free
+            if step > 0 and wgmma.thread_in_warpgroup() == 0:
+                tma.arrive(empty, (step - 1) % stages)
+        wgmma.wait_all()
+
+    @tma.kernel(max_registers=registers)
+    def tc_gemm_v7_kernel(a_map, b_map, C, K):
+        """Each block owns a 128 x bn tile of C (grouped_tile). Warpgroup 0 fetches; warpgroup
+        1 + g multiplies and stores rows 64g .. 64g + 63."""
+        smem = cuda.shared.array(0, float16)
+        full = cuda.shared.array(stages, uint64)
+        empty = cuda.shared.array(stages, uint64)
+        base = 2 * wgmma.aligned_start(smem)
+        t = cuda.threadIdx.x
+        role = t // wgmma.WARPGROUP
+        row0, col0 = grouped_tile(C.shape[0], C.shape[1], V5_BM, bn)
+        steps = (K + V5_BK - 1) // V5_BK
+        if t == 0:
+            for s in range(stages):
+                tma.init(full, s, 1)  # the producer's expect; then the bytes
+                tma.init(empty, s, 2)  # one arrival from each multiplying warpgroup
+        tma.fence_init()
+        cuda.syncthreads()  # the last block-wide barrier: from here on the roles meet only at mbarriers
+        if role == 0:
+            release()
+            if t == 0:
+                produce(smem, base, full, empty, a_map, b_map, row0, col0, steps)
+        else:
+            claim()
+            acc = cuda.local.array(acc_size, float32)
+            consume(smem, base, full, empty, acc, role - 1, steps)
+            store(C, row0 + wgmma.M_TILE * (role - 1), col0, acc)
+
+    return tc_gemm_v7_kernel, stages * stage_bytes + wgmma.ATOM_BYTES
+
+
+V7_KERNELS = {name: make_tc_gemm_v7(*config) for name, config in V7_CONFIGS.items()}
+V7_BF16_KERNELS = {V7_DEFAULT: make_tc_gemm_v7(*V7_CONFIGS[V7_DEFAULT], "bf16")}
+# what launch_tma picks from: (version, operands) → {config: (kernel, shared bytes)}, config → (bn, ...)
+TMA_KERNELS = {("v6", "fp16"): V6_KERNELS, ("v6", "bf16"): V6_BF16_KERNELS,
+               ("v7", "fp16"): V7_KERNELS, ("v7", "bf16"): V7_BF16_KERNELS}
+TMA_CONFIGS = {"v6": (V6_CONFIGS, V6_DEFAULT, V5_THREADS), "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS)}
