@@ -4,6 +4,7 @@ pure-Python model of the swizzle and the descriptor; on a GPU the SASS holds HGM
 
 import numpy as np
 import pytest
+from numba import float32
 
 import gpulib
 from gpulib.env import cuda
@@ -41,13 +42,13 @@ def _one_warpgroup(A, Bt, C, first_slice, accumulate):
     ``accumulate``) + the next slice, or the next slice alone (scale-d = 0)."""
     smem = cuda.shared.array(0, wgmma.float16)
     base = 2 * wgmma.aligned_start(smem)
-    acc = cuda.local.array(64, wgmma.float32)
+    acc = cuda.local.array(64, float32)
     _fill_tiles(smem[base // 2:], A, Bt, cuda.threadIdx.x)
     wgmma.async_commit()
     wgmma.async_wait_all()
     wgmma.fence_async_proxy()
     cuda.syncthreads()
-    wgmma.fill(acc, wgmma.float32(0.0))
+    wgmma.fill(acc, float32(0.0))
     wgmma.fence()
     for s in range(first_slice, first_slice + 2):
         a = wgmma.descriptor(smem, base + 32 * s, 1024)
@@ -72,14 +73,14 @@ def test_one_warpgroup_multiplies_two_slices_read_through_descriptors(rng, accum
     gpulib.validate(C, want, scale=np.abs(want).max(), name="one wgmma group")
 
 
-def _check_v5(rng, M, N, K, config, launch=T.launch_wgmma):
+def _check_v5(rng, M, N, K, config, version="v5"):
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
     A16, Bt16 = A.astype(np.float16), np.ascontiguousarray(B.astype(np.float16).T)
     C = gpulib.poisoned((M, N))  # any unwritten element fails
-    launch(cuda.to_device(A16), cuda.to_device(Bt16), C, config)
-    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {launch.__name__} ({config})")
+    T.launch(cuda.to_device(A16), cuda.to_device(Bt16), C, version=version, config=config)
+    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version} ({config})")
 
 
 def test_v5_runs_more_steps_than_its_ring_has_buffers(rng):
@@ -102,17 +103,13 @@ def test_every_v5_config_over_two_blocks_of_columns(rng, config):
 def test_v6_runs_its_ring_of_barriers_through_several_phases(rng):
     """K = 328: six tiles through 4 buffers, so buffers 0 and 1 are waited on with parity 1;
     the TMA boxes hang over M = 70 and N = 40 and arrive zero-filled."""
-    _check_v5(rng, 70, 40, 328, "128x128, 4 stages", T.launch_tma)
+    _check_v5(rng, 70, 40, 328, "128x128, 4 stages", "v6")
 
 
 @pytest.mark.parametrize("config", list(T.V6_CONFIGS))
 def test_v6_over_several_blocks(rng, config):
     """2 x 2 blocks of every config (ragged both ways), two 64-deep steps."""
-    _check_v5(rng, 130, 2 * T.V6_CONFIGS[config][0] - 20, 72, config, T.launch_tma)
-
-
-def _launch_v7(A16, Bt16, C, config):
-    T.launch_tma(A16, Bt16, C, config, version="v7")
+    _check_v5(rng, 130, 2 * T.V6_CONFIGS[config][0] - 20, 72, config, "v6")
 
 
 def test_v7_producer_and_multipliers_meet_only_at_barriers(rng):
@@ -120,7 +117,7 @@ def test_v7_producer_and_multipliers_meet_only_at_barriers(rng):
     """K = 456: eight tiles through 3 buffers, so the producer waits on every "empty" barrier
     with parity 0 and then 1, and the multipliers on "full" ones with both parities; the boxes
     hang over M = 70 and N = 40."""
-    _check_v5(rng, 70, 40, 456, "128x256, 3 stages", _launch_v7)
+    _check_v5(rng, 70, 40, 456, "128x256, 3 stages", "v7")
 
 
 @pytest.mark.parametrize("config", ["128x128, 4 stages"])
@@ -128,17 +125,16 @@ def test_v7_over_several_blocks(rng, config):
     """2 x 2 blocks (ragged both ways), two 64-deep steps: fewer tiles than buffers, so no
     buffer is waited on as empty. With the test above, both tile widths and both ring sizes
     (the configs differ in nothing else the simulator can see: registers are not modelled)."""
-    _check_v5(rng, 130, 2 * T.V7_CONFIGS[config][0] - 20, 72, config, _launch_v7)
+    _check_v5(rng, 130, 2 * T.V7_CONFIGS[config][0] - 20, 72, config, "v7")
 
 
 def test_v7_refuses_an_unknown_version_or_config():
     A, Bt = cuda.to_device(np.ones((64, 16), np.uint16)), cuda.to_device(np.ones((32, 16), np.uint16))
     C = cuda.device_array((64, 32), np.float32)
-    with pytest.raises(ValueError, match=r"version must be one of \('v6', 'v7'\), not 'v8'"):
-        T.launch_tma(A, Bt, C, version="v8")
-    with pytest.raises(ValueError, match=r"unknown config '128x128, 4 stages' for v7 with bf16 operands; "
-                                         r"choose one of \('128x256, 3 stages',\)"):
-        T.launch_tma(A, Bt, C, "128x128, 4 stages", operands="bf16", version="v7")
+    with pytest.raises(ValueError, match=r"version must be one of \('v1', .*'v7'\), not 'v8'"):
+        T.launch(A, Bt, C, version="v8")
+    with pytest.raises(ValueError, match=r"config must be one of \('128x256, 3 stages', .*\) for v7, not 'huge'"):
+        T.launch(A, Bt, C, version="v7", config="huge", operands="bf16")
 
 
 @pytest.mark.parametrize("version", T.WGMMA_VERSIONS)
@@ -152,15 +148,15 @@ def test_matmul_tc_v5_and_v6_take_any_shape(rng, version):
 
 def test_v5_refuses_what_it_cannot_take():
     A, Bt = cuda.to_device(np.ones((64, 20), np.float16)), cuda.to_device(np.ones((64, 20), np.float16))
-    with pytest.raises(ValueError, match=r"the same K, a multiple of 8 .*got A16 \(64, 20\) and Bt16 \(64, 20\)"):
-        T.launch_wgmma(A, Bt, cuda.device_array((64, 64), np.float32))
+    with pytest.raises(ValueError, match=r"version v5 needs K a multiple of 8 .*got K=20"):
+        T.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
     A, Bt = cuda.to_device(np.ones((64, 16), np.float16)), cuda.to_device(np.ones((32, 16), np.float16))
     with pytest.raises(ValueError, match=r"C must be \[M, N\] = \(64, 32\), not \(64, 64\)"):
-        T.launch_wgmma(A, Bt, cuda.device_array((64, 64), np.float32))
-    with pytest.raises(ValueError, match="unknown config 'huge'"):
-        T.launch_wgmma(A, Bt, cuda.device_array((64, 32), np.float32), "huge")
+        T.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
+    with pytest.raises(ValueError, match="config must be one of .* for v5, not 'huge'"):
+        T.launch(A, Bt, cuda.device_array((64, 32), np.float32), version="v5", config="huge")
     with pytest.raises(ValueError, match="C must be"):
-        T.launch_tma(A, Bt, cuda.device_array((64, 64), np.float32))
+        T.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v6")
 
 
 def test_a_tensor_map_needs_a_2d_fp16_array_of_whole_16_byte_rows():
@@ -207,7 +203,7 @@ def test_operands_in_two_shared_arrays_are_refused_by_the_emulation():
     def two_arrays(C):
         a_tile = cuda.shared.array(4096, wgmma.float16)
         b_tile = cuda.shared.array(1024, wgmma.float16)
-        acc = cuda.local.array(32, wgmma.float32)
+        acc = cuda.local.array(32, float32)
         wgmma.mma_n64(acc, wgmma.descriptor(a_tile, 0, 1024), wgmma.descriptor(b_tile, 0, 1024), 0)
 
     with pytest.raises(ValueError, match="A and B must lie in the same shared array"):
@@ -222,11 +218,11 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "LDGSTS" in sass, config
     for config, (kernel, _) in T.V6_KERNELS.items():
-        _check_v5(np.random.default_rng(0), 64, 64, 64, config, T.launch_tma)
+        _check_v5(np.random.default_rng(0), 64, 64, 64, config, "v6")
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "LDGSTS" not in sass, config
     for config, (kernel, _) in T.V7_KERNELS.items():
-        _check_v5(np.random.default_rng(0), 64, 64, 64, config, _launch_v7)
+        _check_v5(np.random.default_rng(0), 64, 64, 64, config, "v7")
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "USETMAXREG" in sass, config
 
@@ -311,7 +307,9 @@ def test_grouped_tiles_cover_c_once(monkeypatch):
     from types import SimpleNamespace
 
     block = SimpleNamespace(x=0)
-    monkeypatch.setattr(T, "cuda", SimpleNamespace(blockIdx=block))  # what the device function reads
+    from gpulib.gemm import tc_wgmma
+
+    monkeypatch.setattr(tc_wgmma, "cuda", SimpleNamespace(blockIdx=block))  # what the device function reads
     for M, N in ((1000, 520), (4096, 4096), (130, 40)):
         tiles_m, tiles_n = -(-M // 128), -(-N // 128)
         seen = []
@@ -330,10 +328,65 @@ def test_v6_multiplies_bf16_operands(rng):
     A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
     A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
     C = gpulib.poisoned((70, 40))
-    T.launch_tma(cuda.to_device(A_words), cuda.to_device(Bt_words), C, operands="bf16")
+    T.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
     gpulib.validate(C, A_bf @ Bt_bf.T, scale=(np.abs(A_bf) @ np.abs(Bt_bf).T).max(), name="v6 bf16")
     assert np.abs(C.copy_to_host() - A.astype(np.float64) @ Bt.T.astype(np.float64)).max() > 1e-3  # rounding shows
-    with pytest.raises(ValueError, match="A16 must hold bf16 operands as uint16, not float16"):
-        T.launch_tma(cuda.to_device(A.astype(np.float16)), cuda.to_device(Bt_words), C, operands="bf16")
-    with pytest.raises(ValueError, match="operands must be 'fp16' or 'bf16', not 'fp8'"):
-        T.launch_tma(cuda.to_device(A_words), cuda.to_device(Bt_words), C, operands="fp8")
+    with pytest.raises(ValueError, match=r"A \[M, K\] must hold uint16, not float16"):
+        T.launch(cuda.to_device(A.astype(np.float16)), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
+    with pytest.raises(ValueError, match=r"operands must be one of \('fp16', 'bf16'\), not 'fp8'"):
+        T.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="fp8")
+
+
+@pytest.mark.parametrize("version", T.VERSIONS + T.WGMMA_VERSIONS)
+def test_every_version_of_the_ladder_takes_the_same_operands(rng, version):
+    """One launcher, one orientation: A [M, K] and Bᵀ [N, K] fp16 on the device for v1 to v7
+    (sizes that every version takes: multiples of 16), checked against float64."""
+    A = rng.standard_normal((48, 32)).astype(np.float16)
+    Bt = rng.standard_normal((64, 32)).astype(np.float16)
+    C = gpulib.poisoned((48, 64))
+    T.launch(cuda.to_device(A), cuda.to_device(Bt), C, version=version)
+    want = A.astype(np.float64) @ Bt.astype(np.float64).T
+    gpulib.validate(C, want, scale=(np.abs(A).astype(np.float64) @ np.abs(Bt).astype(np.float64).T).max(),
+                    name=f"launch {version}")
+
+
+@pytest.mark.parametrize("version", T.WGMMA_VERSIONS)
+def test_bf16_runs_in_every_config_of_the_wgmma_versions(rng, version):
+    from gpulib import precision
+
+    A, Bt = rng.standard_normal((70, 72)).astype(np.float32), rng.standard_normal((40, 72)).astype(np.float32)
+    A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
+    A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
+    for config in T.CONFIGS[version][0]:
+        C = gpulib.poisoned((70, 40))
+        T.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version=version, config=config, operands="bf16")
+        gpulib.validate(C, A_bf @ Bt_bf.T, scale=(np.abs(A_bf) @ np.abs(Bt_bf).T).max(), name=f"{version} bf16 {config}")
+
+
+def test_the_launcher_refuses_bad_preconditions_before_any_launch(monkeypatch):
+    """Each precondition a ValueError naming the argument, raised before a kernel is launched
+    (the launch paths are replaced by ones that fail the test)."""
+    def no_launch(*args, **kwargs):
+        raise AssertionError("launched")
+
+    monkeypatch.setattr(T, "_launch_wmma", no_launch)
+    monkeypatch.setattr(T.wgmma, "launch", no_launch)
+    f16 = lambda *shape: cuda.to_device(np.ones(shape, np.float16))  # noqa: E731
+    C = cuda.device_array((32, 32), np.float32)
+    cases = [
+        (dict(A=np.ones((32, 32), np.float16), Bt=f16(32, 32), C=C, version="v2"), r"A \[M, K\] must be a device array"),
+        (dict(A=f16(32, 32), Bt=f16(32, 32), C=C, version="v9"), "version must be one of"),
+        (dict(A=f16(32, 32), Bt=f16(32, 32), C=C, version="v2", operands="bf16"), "needs a wgmma version"),
+        (dict(A=f16(24, 32), Bt=f16(32, 32), C=cuda.device_array((24, 32), np.float32), version="v3"),
+         "M, N and K multiples of 16"),
+        (dict(A=f16(32, 32), Bt=f16(32, 32), C=C, version="v1", config="128x128, 4 stages"), "has no configs"),
+        (dict(A=cuda.to_device(np.ones((32, 64), np.float16))[:, :32], Bt=f16(32, 32), C=C, version="v5"),
+         "must be C-contiguous"),
+        (dict(A=f16(32, 32), Bt=f16(32, 16), C=C, version="v6"), "need the same K"),
+        (dict(A=f16(32, 32), Bt=f16(32, 32), C=cuda.device_array((32, 32), np.float16), version="v7"),
+         r"C \[M, N\] must hold float32"),
+        (dict(A=f16(32, 32), Bt=f16(32, 32, 1), C=C, version="v7"), "Bt must be 2-D"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(ValueError, match=message):
+            T.launch(kwargs.pop("A"), kwargs.pop("Bt"), kwargs.pop("C"), **kwargs)

@@ -64,11 +64,12 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     want = cupy.asnumpy(cA.astype(cupy.float64) @ cB.astype(cupy.float64))
     scale = float((cupy.abs(cA).astype(cupy.float64) @ cupy.abs(cB).astype(cupy.float64)).max())
     gemm_flop = 2.0 * S**3
-    A_dev, B_dev = cuda.to_device(A), cuda.to_device(B)
+    A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(np.ascontiguousarray(B.T))  # the ladder's operands: A, Bᵀ
     gemm_rows = []
-    for version in TG.VERSIONS:
+    for version in TG.VERSIONS:  # the launcher's time: Bᵀ transposed to the [K, N] these versions read, then the GEMM
         C = poisoned((S, S))  # any element left unwritten fails the check
-        gemm_rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}", lambda: TG.launch(version, A_dev, B_dev, C),
+        gemm_rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}",
+                                       lambda: TG.launch(A_dev, Bt_dev, C, version=version),
                                        want, out=C, flop=gemm_flop, scale=scale, repeat=repeat))
     cC = cupy.empty((S, S), cupy.float16)
     gemm_rows.append(M.checked_row("cuBLAS fp16 (CuPy)", lambda: cupy.matmul(cA, cB, out=cC), want, flop=gemm_flop,
@@ -176,7 +177,7 @@ def measure_resources(repeat: int = 20) -> dict:
     S = 256  # small operands of the benchmark's types: the compiled code is the same
     A16, B16 = (cuda.to_device(np.ones((S, S), np.float16)) for _ in range(2))
     for version in TG.VERSIONS:
-        TG.launch(version, A16, B16, cuda.device_array((S, S), np.float32))
+        TG.launch(A16, B16, cuda.device_array((S, S), np.float32), version=version)
     threads = dict(v1=32 * TG.WARPS, v2=TG.V2_THREADS, v3=TG.V3_THREADS, v4=TG.V3_THREADS)
     kernels = {f"tensor-core GEMM {v}": M.kernel_resources(getattr(TG, f"tc_gemm_{v}_kernel"), threads[v])
                for v in TG.VERSIONS}
@@ -276,14 +277,13 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         flop = 2.0 * S**3
         A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(Bt)
         rows = []
-        for version, launch, configs in (("v5 (wgmma, cp.async)", TG.launch_wgmma, TG.V5_KERNELS),
-                                         ("v6 (wgmma, TMA)", TG.launch_tma, TG.V6_KERNELS),
-                                         ("v7 (wgmma, TMA, producer warpgroup)",
-                                          lambda *a: TG.launch_tma(*a, version="v7"), TG.V7_KERNELS)):
-            for config in configs:
+        for version, name in (("v5", "v5 (wgmma, cp.async)"), ("v6", "v6 (wgmma, TMA)"),
+                              ("v7", "v7 (wgmma, TMA, producer warpgroup)")):
+            for config in TG.CONFIGS[version][0]:
                 C = poisoned((S, S))
-                rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}, {config}",
-                                          lambda: launch(A_dev, Bt_dev, C, config), want, out=C, flop=flop,
+                rows.append(M.checked_row(f"gpulib tensor-core GEMM {name}, {config}",
+                                          lambda: TG.launch(A_dev, Bt_dev, C, version=version, config=config), want,
+                                          out=C, flop=flop,
                                           scale=scale, repeat=repeat))
                 C = None  # freed now (the timed lambdas hold them otherwise)
         cC = cupy.empty((S, S), cupy.float16)
@@ -291,16 +291,16 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
                                   flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
         entry = dict(size=S, layout="C = A·Bᵀ", library=rows[-1]["name"], rows=M.with_ratio(rows, rows[-1]["ms"]))
         entry["bf16_rows"] = _bf16_rows(rng, S, repeat)
-        if S == sizes[0]:  # the WMMA rung on its own layout, with its library in the same run
-            B_dev = cuda.to_device(np.ascontiguousarray(Bt.T))
+        if S == sizes[0]:  # the WMMA rung (Bᵀ transposed to the [K, N] it reads, then C = A·B) against cuBLAS's A·B
             cB = cupy.ascontiguousarray(cBt.T)
             C = poisoned((S, S))
-            wmma_rows = [M.checked_row("gpulib tensor-core GEMM v4 (WMMA), C = A·B", lambda: TG.launch("v4", A_dev, B_dev, C),
+            wmma_rows = [M.checked_row("gpulib tensor-core GEMM v4 (WMMA), C = A·B",
+                                       lambda: TG.launch(A_dev, Bt_dev, C, version="v4"),
                                        want, out=C, flop=flop, scale=scale, repeat=repeat),
                          M.checked_row("cuBLAS fp16 (CuPy), C = A·B", lambda: cupy.matmul(cA, cB, out=cC), want,
                                        flop=flop, scale=scale, rtol=2e-3, repeat=repeat)]
             entry["wmma_rows"] = M.with_ratio(wmma_rows, wmma_rows[-1]["ms"])
-            C = B_dev = cB = None  # freed now (the timed lambdas hold them otherwise)
+            C = cB = None  # freed now (the timed lambdas hold them otherwise)
         out.append(entry)
         A_dev = Bt_dev = cA = cBt = cC = None  # freed now (the timed lambdas hold them otherwise)
     conv = measure_wgmma_conv(repeat)
@@ -337,7 +337,7 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
                                   ("v7", "v7 (wgmma, TMA, producer warpgroup)", TG.V7_DEFAULT)):
         C = poisoned((S, S))  # fresh for each kernel: an element left unwritten fails its check
         rows.append(M.checked_row(f"gpulib tensor-core GEMM {name}, bf16, {config}",
-                                  lambda: TG.launch_tma(A_dev, Bt_dev, C, operands="bf16", version=version), want,
+                                  lambda: TG.launch(A_dev, Bt_dev, C, version=version, operands="bf16"), want,
                                   out=C, flop=flop, scale=scale, repeat=repeat))
         C = None  # freed now (the timed lambdas hold them otherwise)
     tA, tBt = (torch.as_tensor(precision.from_bf16_bits(w), device="cuda").to(torch.bfloat16) for w in (A_words, Bt_words))

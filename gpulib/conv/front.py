@@ -1,4 +1,4 @@
-"""The front door to the convolution algorithms: a name of the registry, or "auto", to a run.
+"""16.4-16.5: the front door to the convolution algorithms: a name of the registry, or "auto", to a run.
 
     Y = conv2d(X, W, b, padding, stride, algorithm="auto")   # the auto-tuner's pick
     entry = get("gemm")                                     # the registry's entry

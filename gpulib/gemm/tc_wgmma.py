@@ -34,10 +34,11 @@ def grouped_tile(M, N, bm, bn):
     return (first + inside % size) * bm, (inside // size) * bn
 
 
-def make_tc_gemm_v5(bn: int, stages: int):
-    """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256) and a ring of ``stages``
-    (3 or 4) shared buffers of A's and Bᵀ's 64-deep tiles; returns (kernel, shared bytes)."""
-    multiply, store = wgmma.MULTIPLY_TILE["fp16", bn], wgmma.STORE[bn]
+def make_tc_gemm_v5(bn: int, stages: int, operands: str = "fp16"):
+    """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256), a ring of ``stages`` (3 or 4)
+    shared buffers of A's and Bᵀ's 64-deep tiles and fp16 or bf16 operands (the copies move
+    16-bit words as they are); returns (kernel, shared bytes)."""
+    multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
     acc_size = bn // 2  # each thread's share of its warpgroup's 64 x bn accumulators
@@ -163,8 +164,6 @@ def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
 
 
 V6_KERNELS = {name: make_tc_gemm_v6(*config) for name, config in V6_CONFIGS.items()}
-# bf16 operands (A and Bᵀ as uint16 arrays of bf16 words, ``precision.bf16_bits``): the default config
-V6_BF16_KERNELS = {V6_DEFAULT: make_tc_gemm_v6(*V6_CONFIGS[V6_DEFAULT], "bf16")}
 
 
 V7_CONFIGS = {  # bn, stages, registers per thread at launch, then the producer's and the multipliers'
@@ -244,8 +243,17 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
 
 
 V7_KERNELS = {name: make_tc_gemm_v7(*config) for name, config in V7_CONFIGS.items()}
-V7_BF16_KERNELS = {V7_DEFAULT: make_tc_gemm_v7(*V7_CONFIGS[V7_DEFAULT], "bf16")}
-# what launch_tma picks from: (version, operands) → {config: (kernel, shared bytes)}, config → (bn, ...)
-TMA_KERNELS = {("v6", "fp16"): V6_KERNELS, ("v6", "bf16"): V6_BF16_KERNELS,
-               ("v7", "fp16"): V7_KERNELS, ("v7", "bf16"): V7_BF16_KERNELS}
-TMA_CONFIGS = {"v6": (V6_CONFIGS, V6_DEFAULT, V5_THREADS), "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS)}
+
+# every version and config with either operand type: (version, operands) → {config: (kernel, shared bytes)};
+# bf16 operands are uint16 arrays of bf16 words (gpulib.precision.bf16_bits)
+KERNELS = {
+    ("v5", "fp16"): V5_KERNELS,
+    ("v5", "bf16"): {name: make_tc_gemm_v5(*config, "bf16") for name, config in V5_CONFIGS.items()},
+    ("v6", "fp16"): V6_KERNELS,
+    ("v6", "bf16"): {name: make_tc_gemm_v6(*config, "bf16") for name, config in V6_CONFIGS.items()},
+    ("v7", "fp16"): V7_KERNELS,
+    ("v7", "bf16"): {name: make_tc_gemm_v7(*config, "bf16") for name, config in V7_CONFIGS.items()},
+}
+# version → (its configs, the default, threads per block)
+CONFIGS = {"v5": (V5_CONFIGS, V5_DEFAULT, V5_THREADS), "v6": (V6_CONFIGS, V6_DEFAULT, V5_THREADS),
+           "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS)}

@@ -45,21 +45,18 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from gpulib.arrays import blocks, output, require, to_device, to_host
-from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels, reached from here)
-    GROUP_M,
-    TMA_CONFIGS,
-    TMA_KERNELS,
+from gpulib.arrays import blocks, is_device_array, output, require, to_device, to_host
+from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels and configs, reached from here)
+    CONFIGS,
+    KERNELS,
     V5_BM,
     V5_CONFIGS,
     V5_DEFAULT,
     V5_KERNELS,
     V5_THREADS,
-    V6_BF16_KERNELS,
     V6_CONFIGS,
     V6_DEFAULT,
     V6_KERNELS,
-    V7_BF16_KERNELS,
     V7_CONFIGS,
     V7_DEFAULT,
     V7_KERNELS,
@@ -90,64 +87,103 @@ VERSIONS = ("v1", "v2", "v3", "v4")  # WMMA (warp-level), B given as [K, N]
 WGMMA_VERSIONS = ("v5", "v6", "v7")  # warpgroup MMA, B given as Bᵀ [N, K]
 
 
-def _check_wgmma_operands(A16, Bt16, C, operands: str = "fp16"):
-    want = {"fp16": np.float16, "bf16": np.uint16}.get(operands)
-    if want is None:
-        raise ValueError(f"operands must be 'fp16' or 'bf16', not {operands!r}")
-    for name, X in (("A16", A16), ("Bt16", Bt16)):
-        if np.dtype(X.dtype) != want:
-            raise ValueError(f"{name} must hold {operands} operands as {np.dtype(want).name}, not {np.dtype(X.dtype).name}")
-    M, K = A16.shape
-    N = Bt16.shape[0]
-    if K % 8 or Bt16.shape[1] != K:
-        raise ValueError(f"A16 [M, K] and Bt16 [N, K] need the same K, a multiple of 8 (16-byte copies); "
-                         f"got A16 {tuple(A16.shape)} and Bt16 {tuple(Bt16.shape)}")
+OPERANDS = {"fp16": np.float16, "bf16": np.uint16}  # bf16 operands as uint16 arrays of bf16 words
+
+
+def _require_operand(X, name: str, dtype, layout: str) -> None:
+    if not is_device_array(X):
+        raise ValueError(f"{name} {layout} must be a device array (matmul_tc takes NumPy arrays), not {type(X).__name__}")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D {layout}, not {X.ndim}-D {tuple(X.shape)}")
+    if np.dtype(X.dtype) != dtype:
+        raise ValueError(f"{name} {layout} must hold {np.dtype(dtype).name}, not {np.dtype(X.dtype).name}")
+    if X.strides != (X.shape[1] * X.dtype.itemsize, X.dtype.itemsize):
+        raise ValueError(f"{name} {layout} must be C-contiguous (rows one after another), not strides {X.strides}")
+
+
+def check_launch(A, Bt, C, *, version: str, config: str | None = None, operands: str = "fp16") -> str | None:
+    """Everything ``launch`` requires, checked before anything is launched or compiled: ValueError
+    naming the argument; returns the config that will run (None for versions 1-4)."""
+    if version not in VERSIONS + WGMMA_VERSIONS:
+        raise ValueError(f"version must be one of {VERSIONS + WGMMA_VERSIONS}, not {version!r}")
+    if operands not in OPERANDS:
+        raise ValueError(f"operands must be one of {tuple(OPERANDS)}, not {operands!r}")
+    if operands == "bf16" and version in VERSIONS:
+        raise ValueError(f"operands='bf16' needs a wgmma version {WGMMA_VERSIONS}; the WMMA versions {VERSIONS} "
+                         "multiply fp16 only")
+    _require_operand(A, "A", OPERANDS[operands], "[M, K]")
+    _require_operand(Bt, "Bt", OPERANDS[operands], "[N, K]")
+    _require_operand(C, "C", np.float32, "[M, N]")
+    (M, K), N = A.shape, Bt.shape[0]
+    if Bt.shape[1] != K:
+        raise ValueError(f"A [M, K] and Bt [N, K] need the same K; got A {tuple(A.shape)} and Bt {tuple(Bt.shape)}")
     if tuple(C.shape) != (M, N):
         raise ValueError(f"C must be [M, N] = {(M, N)}, not {tuple(C.shape)}")
-
-
-def launch_tma(A16, Bt16, C, config: str | None = None, operands: str = "fp16", version: str = "v6"):
-    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 6 or 7 (TMA) on device operands
-    (fp16, or with ``operands="bf16"`` uint16 arrays of bf16 words; rows contiguous, K a multiple
-    of 8); ``config`` None is the version's default."""
-    if version not in TMA_CONFIGS:
-        raise ValueError(f"version must be one of {tuple(TMA_CONFIGS)}, not {version!r}")
-    _check_wgmma_operands(A16, Bt16, C, operands)
-    configs, default, threads = TMA_CONFIGS[version]
+    if version in VERSIONS:
+        if M % TILE or N % TILE or K % TILE:
+            raise ValueError(f"version {version} (WMMA) needs M, N and K multiples of {TILE} (whole 16x16x16 tiles); "
+                             f"got M={M}, N={N}, K={K} (matmul_tc pads any size)")
+        if config is not None:
+            raise ValueError(f"version {version} has no configs; config must be None, not {config!r}")
+        return None
+    if K % 8:
+        raise ValueError(f"version {version} needs K a multiple of 8 (every copy moves 16 bytes); got K={K}")
+    configs, default, _ = CONFIGS[version]
     config = default if config is None else config
-    kernels = TMA_KERNELS[version, operands]
-    if config not in kernels:
-        raise ValueError(f"unknown config {config!r} for {version} with {operands} operands; "
-                         f"choose one of {tuple(kernels)}")
-    kernel, shared = kernels[config]
-    bn = configs[config][0]
-    M, K = A16.shape
-    grid = blocks(Bt16.shape[0], bn) * blocks(M, V5_BM)
-    a_map, b_map = (tma.cached_map(X, (rows, tma.BOX_K)).argument for X, rows in ((A16, V5_BM), (Bt16, bn)))
-    wgmma.launch(kernel, grid, threads, shared, a_map, b_map, C, K)
+    if config not in configs:
+        raise ValueError(f"config must be one of {tuple(configs)} for {version}, not {config!r}")
+    reason = wgmma.unsupported_device()
+    if reason:
+        raise ValueError(f"version {version}: {reason}")
+    return config
 
 
-def launch_wgmma(A16, Bt16, C, config: str = V5_DEFAULT):
-    """C [M, N] (fp32) = A16 [M, K] · Bt16 [N, K]ᵀ with version 5 on device operands (fp16, rows
-    contiguous); K must be a multiple of 8: every copy moves a whole 16-byte chunk."""
-    if config not in V5_KERNELS:
-        raise ValueError(f"unknown config {config!r}; choose one of {tuple(V5_KERNELS)}")
-    _check_wgmma_operands(A16, Bt16, C)
-    kernel, shared = V5_KERNELS[config]
-    bn = V5_CONFIGS[config][0]
-    grid = blocks(Bt16.shape[0], bn) * blocks(A16.shape[0], V5_BM)
-    wgmma.launch(kernel, grid, V5_THREADS, shared, A16, Bt16, C)
+_B_ROWS: dict = {}  # versions 1-4: B [K, N] transposed from Bt, one buffer per shape
 
 
-def _padded(a: np.ndarray) -> np.ndarray:
-    rows, cols = (blocks(n, TILE) * TILE for n in a.shape)
-    out = np.zeros((rows, cols), np.float16)
+@cuda.jit
+def transpose16_kernel(Bt, B):
+    """B[k, n] = Bt[n, k] (fp16), one thread per element."""
+    n, k = cuda.grid(2)
+    if n < Bt.shape[0] and k < Bt.shape[1]:
+        B[k, n] = Bt[n, k]
+
+
+def launch(A, Bt, C, *, version: str, config: str | None = None, operands: str = "fp16") -> None:
+    """C [M, N] (fp32) = A [M, K] · Btᵀ by any version of the ladder, all on the same device operands:
+    A [M, K] and Bt = Bᵀ [N, K], C-contiguous fp16 (bf16 words as uint16 with ``operands="bf16"``,
+    versions 5-7), C [M, N] float32. Versions 1-4 need M, N, K multiples of 16 and read B as
+    [K, N]: Bt is transposed on the device first (into a buffer kept per shape); versions 5-7 need
+    K a multiple of 8 and, on a GPU, compute capability 9.0; ``config`` picks their tile (None:
+    the version's default). Every precondition is checked before any launch (``check_launch``)."""
+    config = check_launch(A, Bt, C, version=version, config=config, operands=operands)
+    (M, K), N = A.shape, Bt.shape[0]
+    if version in VERSIONS:
+        B = _B_ROWS.get((K, N))
+        if B is None:
+            B = _B_ROWS[K, N] = cuda.device_array((K, N), np.float16)
+        transpose16_kernel[(blocks(N, 16), blocks(K, 16)), (16, 16)](Bt, B)
+        _launch_wmma(version, A, B, C)
+        return
+    kernel, shared = KERNELS[version, operands][config]
+    bn = CONFIGS[version][0][config][0]
+    grid = blocks(N, bn) * blocks(M, V5_BM)
+    if version == "v5":
+        wgmma.launch(kernel, grid, V5_THREADS, shared, A, Bt, C)
+    else:
+        a_map, b_map = (tma.cached_map(X, (rows, tma.BOX_K)).argument for X, rows in ((A, V5_BM), (Bt, bn)))
+        wgmma.launch(kernel, grid, CONFIGS[version][2], shared, a_map, b_map, C, K)
+
+
+def _padded(a: np.ndarray, rows_multiple: int = TILE, cols_multiple: int = TILE) -> np.ndarray:
+    rows, cols = blocks(a.shape[0], rows_multiple) * rows_multiple, blocks(a.shape[1], cols_multiple) * cols_multiple
+    out = np.zeros((rows, cols), a.dtype)
     out[:a.shape[0], :a.shape[1]] = a
     return out
 
 
-def launch(version: str, A16, B16, C):
-    """Launch GEMM ``version`` on device operands whose sizes are multiples of 16."""
+def _launch_wmma(version: str, A16, B16, C) -> None:
+    """Versions 1-4 on A [M, K] and B [K, N] as their kernels read them (sizes multiples of 16)."""
     M, N = C.shape
     if version == "v1":
         tc_gemm_v1_kernel[(N // TILE, blocks(M // TILE, WARPS)), (32, WARPS)](A16, B16, C)
@@ -181,19 +217,14 @@ def matmul_tc(A, B, *, version: str = "v2", out=None):
         raise ValueError(f"inner dimensions do not match: A is {tuple(A.shape)} and B is {tuple(B.shape)}")
     M, N = A.shape[0], B.shape[1]
     C = output(out, (M, N), "out")
-    if version in WGMMA_VERSIONS:
-        Bt = np.ascontiguousarray(np.asarray(to_host(B), np.float16).T)
-        K8 = blocks(A.shape[1], 8) * 8  # zero columns of K up to whole 16-byte chunks
-        A16, Bt16 = (np.zeros((a.shape[0], K8), np.float16) for a in (A, Bt))
-        A16[:, :A.shape[1]], Bt16[:, :A.shape[1]] = to_host(A), Bt
-        if version == "v5":
-            launch_wgmma(to_device(A16), to_device(Bt16), C)
-        else:
-            launch_tma(to_device(A16), to_device(Bt16), C, version=version)
+    A16 = np.asarray(to_host(A), np.float16)
+    Bt16 = np.ascontiguousarray(np.asarray(to_host(B), np.float16).T)
+    if version in WGMMA_VERSIONS:  # zero columns of K up to whole 16-byte chunks; C's edges are written
+        launch(to_device(_padded(A16, 1, 8)), to_device(_padded(Bt16, 1, 8)), C, version=version)
         return C
-    A16, B16 = _padded(np.asarray(to_host(A), np.float16)), _padded(np.asarray(to_host(B), np.float16))
-    C16 = cuda.device_array((A16.shape[0], B16.shape[1]), np.float32)
-    launch(version, to_device(A16), to_device(B16), C16)
+    A16, Bt16 = _padded(A16), _padded(Bt16)  # whole 16x16 tiles, then C cropped back
+    C16 = cuda.device_array((A16.shape[0], Bt16.shape[0]), np.float32)
+    launch(to_device(A16), to_device(Bt16), C16, version=version)
     crop_kernel[(blocks(N, 16), blocks(M, 16)), (16, 16)](C16, C)
     return C
 
