@@ -90,3 +90,18 @@ def test_bad_input_is_rejected_before_launch(layer, bad, message):
     X, W = layer
     with pytest.raises(ValueError, match=message):
         bad(X, W)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_registry_s_direct_entry_runs_either_version(rng, monkeypatch, version):
+    """The registry's "direct" runs version 2 on a GPU and version 1 on the simulator (its label
+    says so); here each of them through the entry, on any machine."""
+    from gpulib.conv import algorithms, direct
+
+    monkeypatch.setattr(direct, "default_version", lambda: version)
+    X = rng.standard_normal((2, 3, 9, 7)).astype(np.float32)
+    W = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    Y = algorithms.ALGORITHMS["direct"].run(X, W, b, 1, 2, out=gpulib.poisoned((2, 5, 5, 4)))
+    gpulib.validate(Y, ref.conv2d(X, W, b, 1, 2), scale=ref.conv2d_magnitude(X, W, b, 1, 2).max(), name=version)
+    assert "v2 on a GPU, v1 on the simulator" in algorithms.ALGORITHMS["direct"].label

@@ -64,13 +64,14 @@ def test_nhwc_conv_kernel_writes_every_output_over_several_blocks_and_steps(rng)
     b = rng.standard_normal(70).astype(np.float32)
     want = TC.reference(X, W, b, 2, 2)
     N, K, Ho, Wo = want.shape
-    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)
+    operands = TC.prepare(X, W, b, 2, 2, version="v2")
+    X2, Wt, bias_rows = operands.X, operands.W, operands.bias
     assert X2.shape == (2 * 21 * 17, 8) and Wt.shape == (5 * 5 * 8, 80) and bias_rows.shape == (16, 128)
-    assert N * Ho * Wo == 198  # 2 blocks of 128 pixels, not a multiple of 16
-    with pytest.raises(ValueError, match=r"Y must be \[208 \(N·H'·W' = 198 rounded up to 16\), 80\]"):
-        TC.launch_nhwc(X2, Wt, bias_rows, gpulib.poisoned((N * Ho * Wo, 80)), (2, 21, 17, 5, 5), 2, 2)
+    assert N * Ho * Wo == 198 and operands.out_shape == (208, 80)  # 198 pixels rounded up to 16
+    with pytest.raises(ValueError, match=r"Y must be a float32 device array of shape \[208, 80\] for v2"):
+        TC.launch(operands, gpulib.poisoned((N * Ho * Wo, 80)))
     Yn = gpulib.poisoned((208, 80))
-    TC.launch_nhwc(X2, Wt, bias_rows, Yn, (2, 21, 17, 5, 5), 2, 2)
+    TC.launch(operands, Yn)
     Yn = Yn.copy_to_host()[:N * Ho * Wo]
     assert np.all(Yn[:, K:] == 0)  # the padded filters: zero weights, zero bias
     got = Yn[:, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
@@ -85,7 +86,8 @@ def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
     X = rng.standard_normal((2, 5, 4, 3)).astype(np.float32)  # C = 5 -> 8
     W = rng.standard_normal((6, 5, 3, 2)).astype(np.float32)  # K = 6 -> 16
     b = rng.standard_normal(6).astype(np.float32)
-    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)
+    operands = TC.prepare(X, W, b, version="v2")
+    X2, Wt, bias_rows = operands.X, operands.W, operands.bias
     want_X = np.zeros((2, 4, 3, 8), np.float16)
     want_X[..., :5] = X.transpose(0, 2, 3, 1)
     want_W = np.zeros((3, 2, 8, 16), np.float16)
@@ -98,7 +100,7 @@ def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
     Yn = rng.standard_normal((32, 16)).astype(np.float32)  # 2·4·3 = 24 pixel rows, padded to 32
     Y = gpulib.poisoned((2, 6, 4, 3))
     TC.nhwc_rows_to_nchw_kernel[1, 256](gpulib.env.cuda.to_device(Yn), Y)
-    np.testing.assert_array_equal(Y.copy_to_host(), TC.nhwc_rows_to_nchw(Yn, (2, 6, 4, 3)))
+    np.testing.assert_array_equal(Y.copy_to_host(), TC.to_nchw(Yn, (2, 6, 4, 3)))
     np.testing.assert_array_equal(TC.fp16_copy(X).copy_to_host(), X.astype(np.float16))
 
 
@@ -126,7 +128,7 @@ def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypa
 def test_unknown_conv_version_is_a_value_error():
     from gpulib.conv import tensorcore as TC
 
-    with pytest.raises(ValueError, match="unknown version"):
+    with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4.\), not .v7."):
         TC.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
 
 
@@ -220,3 +222,21 @@ def test_the_tap_box_figure_names_the_box_the_kernel_asks_for(rng):
     assert tap_box((0, 0), (0, 0), 1) == (-1, -1)
     assert tap_box((2, 64), (2, 1), 1) == (3, 64)
     assert tap_box((4, 8), (0, 4), 2) == (2, 10)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "v3", "v4"])
+def test_every_conv_version_takes_prepared_operands_the_same_way(rng, version):
+    """One convention: operands = prepare(X, W, b, padding, stride, version=...), then
+    launch(operands, Y) with Y of operands.out_shape (poisoned: every element must be written)."""
+    from gpulib import reference as ref
+    from gpulib.conv import tensorcore as TC
+
+    X = rng.standard_normal((2, 5, 9, 8)).astype(np.float32)
+    W = rng.standard_normal((20, 5, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(20).astype(np.float32)
+    operands = TC.prepare(X, W, b, 1, 1, version=version)
+    Y = gpulib.poisoned(operands.out_shape)
+    TC.launch(operands, Y)
+    want = TC.reference(X, W, b, 1, 1)
+    got = Y if version == "v1" else TC.to_nchw(Y, want.shape)
+    gpulib.validate(got, want, scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name=f"conv {version}")

@@ -239,14 +239,14 @@ def test_wgmma_conv_is_the_fp16_convolution(rng, padding, stride):
     W = rng.standard_normal((70, 5, R, R)).astype(np.float32)
     b = rng.standard_normal(70).astype(np.float32)
     want = TC.reference(X, W, b, padding, stride)
-    Xn, Wk, bias = TC.wgmma_operands(X, W, b)
+    operands = TC.prepare(X, W, b, padding, stride, version="v3")
     N, K, Ho, Wo = want.shape
     Yn = gpulib.poisoned((N * Ho * Wo, K))
-    TC.launch_wgmma(Xn, Wk, bias, Yn, (2, 9, 8, R, R), padding, stride)
+    TC.launch(operands, Yn)
     scale = ref.conv2d_magnitude(X, W, b, padding, stride).max()
-    gpulib.validate(TC.nhwc_rows_to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v3")
-    with pytest.raises(ValueError, match=r"Y must be \[N·H'·W', K\]"):
-        TC.launch_wgmma(Xn, Wk, bias, gpulib.poisoned((N * Ho * Wo, K + 1)), (2, 9, 8, R, R), padding, stride)
+    gpulib.validate(TC.to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v3")
+    with pytest.raises(ValueError, match=r"Y must be a float32 device array of shape \[\d+, 70\] for v3"):
+        TC.launch(operands, gpulib.poisoned((N * Ho * Wo, K + 1)))
 
 
 @pytest.mark.parametrize(
@@ -268,11 +268,11 @@ def test_tma_conv_is_the_fp16_convolution(rng, shape):
     W = rng.standard_normal((K, C, R, R)).astype(np.float32)
     b = rng.standard_normal(K).astype(np.float32)
     want = TC.reference(X, W, b, padding, 1)
-    Xn, Wk, bias = TC.wgmma_operands(X, W, b)
+    operands = TC.prepare(X, W, b, padding, 1, version="v4")
     Yn = gpulib.poisoned((N * want.shape[2] * want.shape[3], K))
-    TC.launch_tma(Xn, Wk, bias, Yn, (N, H, Wd, R, R), padding)
+    TC.launch(operands, Yn)
     scale = ref.conv2d_magnitude(X, W, b, padding, 1).max()
-    gpulib.validate(TC.nhwc_rows_to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v4")
+    gpulib.validate(TC.to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v4")
 
 
 def test_tma_conv_patches_and_refusals():
@@ -280,11 +280,15 @@ def test_tma_conv_patches_and_refusals():
 
     assert TC.pixel_tile(56, 56) == (2, 64)  # every width leaves 448 pixels over: the widest
     assert TC.pixel_tile(20, 40) == (8, 16)  # 3 x 3 patches, 352 pixels over (the fewest)
-    Xn, Wk, bias = TC.wgmma_operands(np.ones((1, 8, 6, 6), np.float32), np.ones((4, 8, 3, 3), np.float32))
+    X, W = np.ones((1, 8, 6, 6), np.float32), np.ones((4, 8, 3, 3), np.float32)
     with pytest.raises(ValueError, match="conv v4 .TMA boxes. needs stride 1, not 2"):
-        TC.launch_tma(Xn, Wk, bias, gpulib.poisoned((9, 4)), (1, 6, 6, 3, 3), 1, 2)
-    with pytest.raises(ValueError, match=r"Y must be \[N·H'·W', K\] = \[36, 4\], not \[36, 5\]"):
-        TC.launch_tma(Xn, Wk, bias, gpulib.poisoned((36, 5)), (1, 6, 6, 3, 3), 1)
+        TC.prepare(X, W, None, 1, 2, version="v4")
+    assert TC.supports(W.shape, 2, version="v4") == "conv v4 (TMA boxes) needs stride 1, not 2"
+    assert TC.supports(W.shape, 1, version="v4") is None and TC.supports(W.shape, 2, version="v1") is None
+    with pytest.raises(ValueError, match=r"Y must be a float32 device array of shape \[36, 4\] for v4, not .* \[36, 5\]"):
+        TC.launch(TC.prepare(X, W, None, 1, 1, version="v4"), gpulib.poisoned((36, 5)))
+    with pytest.raises(ValueError, match="operands must come from prepare"):
+        TC.launch((X, W), gpulib.poisoned((36, 4)))
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])

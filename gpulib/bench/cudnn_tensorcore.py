@@ -40,7 +40,6 @@ from gpulib.book_layers import LAYER, LAYERS, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv import autotune
 from gpulib.conv import tensorcore as TC
-from gpulib.conv.implicit_gemm import row_table
 from gpulib.env import cuda
 from gpulib.gemm import tensorcore as TG
 from gpulib.gemm.kernels import block_threads
@@ -81,28 +80,17 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     want, _ = M.reference_conv(as16(X), as16(W), b, L)
     scale = M.magnitude(X, W, b, L)
     conv_flop = flop(L)
-    X16 = cuda.to_device(X.astype(np.float16))
-    W16 = cuda.to_device(W.astype(np.float16).reshape(L["K"], -1))
-    b_dev = cuda.to_device(b)
-    table = cuda.to_device(row_table(L["C"], L["R"], L["S"]))
-    Y = poisoned(want.shape)
-    conv_rows = [M.checked_row("gpulib tensor-core conv v1 (NCHW, fp16)",
-                               lambda: TC.launch_nchw(X16, W16, b_dev, Y, L["padding"], L["stride"], table), want,
-                               out=Y, flop=conv_flop, scale=scale, repeat=repeat)]
-    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)  # layout conversion outside the timing, as for cuDNN
-    N, K, Ho, Wo = want.shape
-    Yn = poisoned((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]))
-    shape = (N, L["H"], L["W"], L["R"], L["S"])
-    conv_rows.append(M.checked_row("gpulib tensor-core conv v2 (NHWC, async copies, fp16)",
-                                   lambda: TC.launch_nhwc(X2, Wt, bias_rows, Yn, shape, L["padding"], L["stride"]),
-                                   want, out=Yn, view=lambda Yn: TC.nhwc_rows_to_nchw(Yn, want.shape),
-                                   flop=conv_flop, scale=scale, repeat=repeat))
-    Xw, Wk, bias = TC.wgmma_operands(X, W, b)
-    Yw = poisoned((N * Ho * Wo, K))
-    conv_rows.append(M.checked_row("gpulib tensor-core conv v3 (NHWC, wgmma, fp16)",
-                                   lambda: TC.launch_wgmma(Xw, Wk, bias, Yw, shape, L["padding"], L["stride"]),
-                                   want, out=Yw, view=lambda Yw: TC.nhwc_rows_to_nchw(Yw, want.shape),
-                                   flop=conv_flop, scale=scale, repeat=repeat))
+    conv_rows = []
+    for version, name in (("v1", "gpulib tensor-core conv v1 (NCHW, fp16)"),
+                          ("v2", "gpulib tensor-core conv v2 (NHWC, async copies, fp16)"),
+                          ("v3", "gpulib tensor-core conv v3 (NHWC, wgmma, fp16)")):
+        # the layout conversion outside the timing, as for cuDNN; any output element left unwritten fails
+        operands = TC.prepare(X, W, b, L["padding"], L["stride"], version=version)
+        Y = poisoned(operands.out_shape)
+        conv_rows.append(M.checked_row(name, lambda: TC.launch(operands, Y), want, out=Y,
+                                       view=None if version == "v1" else lambda Y: TC.to_nchw(Y, want.shape),
+                                       flop=conv_flop, scale=scale, repeat=repeat))
+        operands = Y = None  # freed now (the timed lambdas hold them otherwise)
     library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
     conv_rows.append(M.checked_row(library, run, want, flop=conv_flop, scale=scale, rtol=3e-3, repeat=repeat))
     return dict(gemm=dict(size=S, library=gemm_rows[-1]["name"], rows=M.with_ratio(gemm_rows, gemm_rows[-1]["ms"])),
@@ -188,20 +176,21 @@ def measure_resources(repeat: int = 20) -> dict:
     scale = M.magnitude(X, W, b, L)
     TC.conv2d_tc(X[:1], W, b, L["padding"], L["stride"], version="v1")
     kernels["tensor-core conv v1 (NCHW)"] = M.kernel_resources(TC.tc_conv_kernel, TC.THREADS)
-    X2, Wt, bias_rows = TC.nhwc_operands(X, W, b)
+    v2 = TC.prepare(X, W, b, L["padding"], L["stride"], version="v2")
+    X2, Wt, bias_rows = v2.X, v2.W, v2.bias
     N, K, Ho, Wo = want.shape
     grid = (blocks(N * Ho * Wo, TC.V2_BM), blocks(Wt.shape[1], TC.V2_BN))
     uncapped = TC.tc_conv_nhwc_uncapped_kernel
     rows = []
     for name, kernel in (("tensor-core conv v2 (NHWC), max_registers=168", TC.tc_conv_nhwc_kernel),
                          ("tensor-core conv v2 (NHWC), no register cap", uncapped)):
-        Yn = poisoned((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]))
+        Yn = poisoned(v2.out_shape)
 
         def run(kernel=kernel, Yn=Yn):
             kernel[grid, TC.V2_THREADS](X2, Wt, bias_rows, Yn, L["H"], L["W"], Ho, Wo, L["S"], L["padding"],
                                         L["stride"])
 
-        row = M.checked_row(name, run, want, out=Yn, view=lambda Yn: TC.nhwc_rows_to_nchw(Yn, want.shape),
+        row = M.checked_row(name, run, want, out=Yn, view=lambda Yn: TC.to_nchw(Yn, want.shape),
                             flop=flop(L), scale=scale, repeat=repeat)
         rows.append(dict(row, **M.kernel_resources(kernel, TC.V2_THREADS)))  # compiled by now
     kernels["tensor-core conv v2 (NHWC)"] = {k: rows[0][k] for k in kernels["tensor-core conv v1 (NCHW)"]}
@@ -356,18 +345,16 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
     X, W, b = layer_inputs(L)
     want, _ = M.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
     scale = M.magnitude(X, W, b, L)
-    Xw, Wk, bias = TC.wgmma_operands(X, W, b)
-    N, K, Ho, Wo = want.shape
-    shape = (N, L["H"], L["W"], L["R"], L["S"])
     out = {}
-    for version, launch, what in (("v3", TC.launch_wgmma, "wgmma, cp.async"), ("v4", TC.launch_tma, "wgmma, TMA")):
-        Y = poisoned((N * Ho * Wo, K))  # fresh for each version: an element left unwritten fails
+    for version, what in (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA")):
+        operands = TC.prepare(X, W, b, L["padding"], L["stride"], version=version)
+        Y = poisoned(operands.out_shape)  # fresh for each version: an element left unwritten fails
 
         def call():
-            launch(Xw, Wk, bias, Y, shape, L["padding"], L["stride"])
+            TC.launch(operands, Y)
 
         row = M.checked_row(f"gpulib tensor-core conv {version} (NHWC, {what}, fp16)", call, want, out=Y,
-                            view=lambda Y: TC.nhwc_rows_to_nchw(Y, want.shape), flop=flop(L), scale=scale,
+                            view=lambda Y: TC.to_nchw(Y, want.shape), flop=flop(L), scale=scale,
                             repeat=repeat)
         out.update({f"{version}_ms": row["ms"], f"{version}_graph_ms": M.graph_ms(call, repeat),
                     f"{version}_rel_err": row["rel_err"]})

@@ -2,7 +2,7 @@
 
 ``ALGORITHMS[name]`` is an ``Algorithm``: its cuDNN name (CUDNN_CONVOLUTION_FWD_ALGO_<cudnn>),
 ``run(X, W, b=None, padding=0, stride=1, *, out=None)``, ``supports(W_shape, stride)`` (the
-reason it cannot run a layer, or ""), ``workspace`` (extra device bytes) and
+reason it cannot run a layer, or None), ``workspace`` (extra device bytes) and
 ``multiplications`` for a layer, the precision it multiplies in, and its backward pass (with
 its extra bytes) where it has one of its own. The auto-tuner, the CNN layer, the algorithm figure and the
 benchmarks all read this table; adding an algorithm is adding one entry.
@@ -30,7 +30,6 @@ benchmarks all read this table; adding an algorithm is adding one entry.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Callable
 
 from gpulib.conv import direct, fft, im2col, implicit_gemm, winograd
@@ -46,7 +45,7 @@ class Algorithm:
     label: str  # how tables and figures print it
     cudnn: str
     run: Callable  # run(X, W, b=None, padding=0, stride=1, *, out=None) -> Y on the device
-    supports: Callable  # supports(W_shape, stride) -> "" or the reason it cannot
+    supports: Callable  # supports(W_shape, stride) -> None, or the reason it cannot
     workspace: Callable  # workspace(X_shape, W_shape, padding, stride) -> extra device bytes
     multiplications: Callable  # multiplications(X_shape, W_shape, padding, stride) -> count
     precision: str = "fp32"  # what its multiplications take: "fp32", or "fp16" on the tensor cores
@@ -56,8 +55,8 @@ class Algorithm:
     backward_workspace: Callable | None = None
 
 
-def _any_layer(W_shape, stride) -> str:
-    return ""
+def _any_layer(W_shape, stride) -> None:
+    return None
 
 
 def _no_workspace(X_shape, W_shape, padding, stride) -> int:
@@ -81,36 +80,43 @@ def _table_bytes(X_shape, W_shape, padding, stride) -> int:
     return 12 * W_shape[1] * W_shape[2] * W_shape[3]
 
 
+TC = tensorcore_conv
 _TABLE = [
-    Algorithm("direct", "direct", "DIRECT", direct.conv2d_direct, _any_layer, _no_workspace,
-              direct_multiplications),
-    Algorithm("gemm", "im2col + GEMM", "GEMM", im2col.conv2d_im2col, _any_layer, _x_col_bytes,
-              direct_multiplications, backward=im2col.conv2d_im2col_backward,
-              backward_workspace=im2col.backward_workspace_bytes),
-    Algorithm("implicit_gemm", "implicit GEMM", "IMPLICIT_GEMM", implicit_gemm.conv2d_implicit_gemm, _any_layer,
-              _no_workspace, direct_multiplications),
-    Algorithm("implicit_precomp_gemm", "implicit precomp GEMM", "IMPLICIT_PRECOMP_GEMM",
-              implicit_gemm.conv2d_implicit_precomp_gemm, _any_layer, _table_bytes, direct_multiplications),
-    Algorithm("fft", "FFT", "FFT", fft.conv2d_fft, _any_layer, fft.workspace_bytes, fft.multiplications),
-    Algorithm("winograd", "Winograd (fused)", "WINOGRAD", winograd.conv2d_winograd, winograd.supports,
-              winograd.workspace_bytes, winograd.multiplications),
-    Algorithm("winograd_nonfused", "Winograd (non-fused)", "WINOGRAD_NONFUSED", winograd.conv2d_winograd_nonfused,
-              winograd.supports, winograd.nonfused_workspace_bytes, winograd.multiplications),
-    Algorithm("winograd_f4", "Winograd F(4x4, 3x3)", "WINOGRAD_NONFUSED", winograd.conv2d_winograd_f4,
-              winograd.supports_f4, winograd.f4_workspace_bytes, winograd.f4_multiplications),
-    Algorithm("tc_implicit_gemm", "tensor-core implicit GEMM (NCHW)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
-              partial(tensorcore_conv.conv2d_tc, version="v1"), _any_layer,
-              partial(tensorcore_conv.workspace_bytes, version="v1"), direct_multiplications, precision="fp16"),
-    Algorithm("tc_implicit_gemm_nhwc", "tensor-core implicit GEMM (NHWC)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
-              partial(tensorcore_conv.conv2d_tc, version="v2"), _any_layer,
-              partial(tensorcore_conv.workspace_bytes, version="v2"), direct_multiplications, precision="fp16"),
-    Algorithm("tc_implicit_gemm_wgmma", "tensor-core implicit GEMM (NHWC, wgmma)", "IMPLICIT_PRECOMP_GEMM, tensor cores",
-              partial(tensorcore_conv.conv2d_tc, version="v3"), tensorcore_conv.supports_wgmma,
-              partial(tensorcore_conv.workspace_bytes, version="v3"), direct_multiplications, precision="fp16"),
-    Algorithm("tc_implicit_gemm_tma", "tensor-core implicit GEMM (NHWC, wgmma, TMA)",
-              "IMPLICIT_PRECOMP_GEMM, tensor cores", partial(tensorcore_conv.conv2d_tc, version="v4"),
-              tensorcore_conv.supports_tma, partial(tensorcore_conv.workspace_bytes, version="v4"),
-              direct_multiplications, precision="fp16"),
+    Algorithm(name="direct", label="direct (v2 on a GPU, v1 on the simulator)", cudnn="DIRECT",
+              run=direct.conv2d_direct, supports=_any_layer, workspace=_no_workspace,
+              multiplications=direct_multiplications),
+    Algorithm(name="gemm", label="im2col + GEMM", cudnn="GEMM", run=im2col.conv2d_im2col, supports=_any_layer,
+              workspace=_x_col_bytes, multiplications=direct_multiplications,
+              backward=im2col.conv2d_im2col_backward, backward_workspace=im2col.backward_workspace_bytes),
+    Algorithm(name="implicit_gemm", label="implicit GEMM", cudnn="IMPLICIT_GEMM",
+              run=implicit_gemm.conv2d_implicit_gemm, supports=_any_layer, workspace=_no_workspace,
+              multiplications=direct_multiplications),
+    Algorithm(name="implicit_precomp_gemm", label="implicit precomp GEMM", cudnn="IMPLICIT_PRECOMP_GEMM",
+              run=implicit_gemm.conv2d_implicit_precomp_gemm, supports=_any_layer, workspace=_table_bytes,
+              multiplications=direct_multiplications),
+    Algorithm(name="fft", label="FFT", cudnn="FFT", run=fft.conv2d_fft, supports=_any_layer,
+              workspace=fft.workspace_bytes, multiplications=fft.multiplications),
+    Algorithm(name="winograd", label="Winograd (fused)", cudnn="WINOGRAD", run=winograd.conv2d_winograd,
+              supports=winograd.supports, workspace=winograd.workspace_bytes, multiplications=winograd.multiplications),
+    Algorithm(name="winograd_nonfused", label="Winograd (non-fused)", cudnn="WINOGRAD_NONFUSED",
+              run=winograd.conv2d_winograd_nonfused, supports=winograd.supports,
+              workspace=winograd.nonfused_workspace_bytes, multiplications=winograd.multiplications),
+    Algorithm(name="winograd_f4", label="Winograd F(4x4, 3x3)", cudnn="WINOGRAD_NONFUSED",
+              run=winograd.conv2d_winograd_f4, supports=winograd.supports_f4, workspace=winograd.f4_workspace_bytes,
+              multiplications=winograd.f4_multiplications),
+    # the tensor-core forms: cuDNN's IMPLICIT_PRECOMP_GEMM with CUDNN_TENSOR_OP_MATH (fp16 in, fp32 sums)
+    Algorithm(name="tc_implicit_gemm", label="tensor-core implicit GEMM (NCHW)", cudnn="IMPLICIT_PRECOMP_GEMM",
+              run=TC.conv2d_tc_nchw, supports=TC.supports_nchw, workspace=TC.workspace_nchw,
+              multiplications=direct_multiplications, precision="fp16"),
+    Algorithm(name="tc_implicit_gemm_nhwc", label="tensor-core implicit GEMM (NHWC)", cudnn="IMPLICIT_PRECOMP_GEMM",
+              run=TC.conv2d_tc_nhwc, supports=TC.supports_nhwc, workspace=TC.workspace_nhwc,
+              multiplications=direct_multiplications, precision="fp16"),
+    Algorithm(name="tc_implicit_gemm_wgmma", label="tensor-core implicit GEMM (NHWC, wgmma)",
+              cudnn="IMPLICIT_PRECOMP_GEMM", run=TC.conv2d_tc_wgmma, supports=TC.supports_wgmma,
+              workspace=TC.workspace_wgmma, multiplications=direct_multiplications, precision="fp16"),
+    Algorithm(name="tc_implicit_gemm_tma", label="tensor-core implicit GEMM (NHWC, wgmma, TMA)",
+              cudnn="IMPLICIT_PRECOMP_GEMM", run=TC.conv2d_tc_tma, supports=TC.supports_tma,
+              workspace=TC.workspace_tma, multiplications=direct_multiplications, precision="fp16"),
 ]
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}
 NAMES = tuple(ALGORITHMS)

@@ -41,11 +41,13 @@ are computed and not stored.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import cuda
 
 from gpulib import reference as ref
-from gpulib.arrays import blocks, output, to_device, to_host
+from gpulib.arrays import blocks, is_device_array, output, to_device, to_host
 from gpulib.conv.implicit_gemm import device_row_table
 from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from here)
     BM,
@@ -85,80 +87,117 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
 from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
 from gpulib.tensorcore import tma, wgmma
 
+VERSIONS = ("v1", "v2", "v3", "v4")
 
-def nhwc_operands(X, W, b=None):
-    """Version 2's operands from NCHW X [N, C, H, W] and W [K, C, R, S]: X as [N·H·W, C8] fp16,
-    W as [R·S·C8, K16] fp16 (C padded to a multiple of 8, K to 16, with zeros) and the bias
-    repeated in 16 rows [16, K rounded up to 64], fp32. Converted on the device, by kernels:
-    nothing goes through the host (NumPy inputs are copied to the device once)."""
+
+@dataclass(frozen=True)
+class Operands:
+    """One layer's operands as one version reads them, on the device (made by ``prepare``):
+
+        v1  X [N, C, H, W] fp16, W [K, C·R·S] fp16, bias [K] fp32, table (implicit GEMM's rows)
+        v2  X [N·H·W, C8] fp16, W [R·S·C8, K16] fp16, bias [16, K rounded to 64] fp32 (16 rows)
+        v3  X [N·H·W, C8] fp16, W [K, R·S·C8] fp16 (K-major, "KRSC"), bias [K] fp32
+        v4  as v3
+
+    with C8 = C rounded up to 8 and K16 = K to 16 (zeros). ``out_shape`` is what ``launch`` writes:
+    Y [N, K, H', W'] for v1, Y [N·H'·W' rounded up to 16, K16] for v2, Y [N·H'·W', K] for v3 and v4."""
+
+    version: str
+    X: object
+    W: object
+    bias: object
+    table: object  # v1's row table, else None
+    X_shape: tuple  # the layer in NCHW: X [N, C, H, W], W [K, C, R, S]
+    W_shape: tuple
+    padding: int
+    stride: int
+
+    @property
+    def out_shape(self) -> tuple:
+        N, K, Ho, Wo = output_shape(self.X_shape, self.W_shape, self.padding, self.stride)
+        if self.version == "v1":
+            return (N, K, Ho, Wo)
+        if self.version == "v2":
+            return (blocks(N * Ho * Wo, 16) * 16, blocks(K, 16) * 16)
+        return (N * Ho * Wo, K)
+
+
+def supports(W_shape, stride: int = 1, *, version: str = "v2") -> str | None:
+    """Why ``version`` cannot run a layer with filters ``W_shape`` [K, C, R, S] and ``stride``, or None:
+    v1 and v2 run any layer; v3 and v4 need wgmma (the simulator, or compute capability 9.0 on a
+    GPU), v4 also stride 1 (a box moves whole rows of neighbouring pixels)."""
+    if version not in VERSIONS:
+        raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
+    if len(W_shape) != 4 or any(int(d) < 1 for d in W_shape):
+        raise ValueError(f"W_shape must be [K, C, R, S] of positive sizes, not {tuple(W_shape)}")
+    if version in ("v1", "v2"):
+        return None
+    if version == "v4" and stride != 1:
+        return f"conv v4 (TMA boxes) needs stride 1, not {stride}"
+    return wgmma.unsupported_device() or None
+
+
+def prepare(X, W, b=None, padding: int = 0, stride: int = 1, *, version: str = "v2") -> Operands:
+    """``version``'s operands from NCHW X [N, C, H, W], W [K, C, R, S] and b [K] (checked first), converted
+    on the device by kernels: nothing goes through the host (NumPy inputs are copied over once)."""
+    check_conv_inputs(X, W, b, padding, stride)
+    reason = supports(W.shape, stride, version=version)
+    if reason:
+        raise ValueError(reason)
     X, W = to_device(X), to_device(W)
     N, C, H, Wd = X.shape
     K, _, R, S = W.shape
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
+    layer = dict(X_shape=tuple(X.shape), W_shape=tuple(W.shape), padding=padding, stride=stride)
+    if version == "v1":
+        return Operands("v1", fp16_copy(X), fp16_copy(W).reshape(K, C * R * S), to_device(bias_or_zeros(b, K)),
+                        device_row_table(C, R, S), **layer)
     Xn = cuda.device_array((N * H * Wd, C8), np.float16)
-    Wt = cuda.device_array((R * S * C8, K16), np.float16)
-    bias_rows = cuda.device_array((16, blocks(K, 64) * 64), np.float32)
     nchw_to_nhwc16_kernel[blocks(Xn.size, 256), 256](X, Xn)
-    filters_to_rsck16_kernel[blocks(Wt.size, 256), 256](W, Wt)
-    bias_rows_kernel[blocks(bias_rows.size, 256), 256](bias_or_zeros(b, K), bias_rows)
-    return Xn, Wt, bias_rows
-
-
-def wgmma_operands(X, W, b=None):
-    """Version 3's operands from NCHW X [N, C, H, W] and W [K, C, R, S]: X as [N·H·W, C8] fp16
-    (C padded to a multiple of 8), W as Wk [K, R·S·C8] fp16 and the bias [K] fp32, on the device."""
-    X, W = to_device(X), to_device(W)
-    N, C, H, Wd = X.shape
-    K, _, R, S = W.shape
-    C8 = blocks(C, 8) * 8
-    Xn = cuda.device_array((N * H * Wd, C8), np.float16)
+    if version == "v2":
+        Wt = cuda.device_array((R * S * C8, K16), np.float16)
+        bias_rows = cuda.device_array((16, blocks(K, 64) * 64), np.float32)
+        filters_to_rsck16_kernel[blocks(Wt.size, 256), 256](W, Wt)
+        bias_rows_kernel[blocks(bias_rows.size, 256), 256](bias_or_zeros(b, K), bias_rows)
+        return Operands("v2", Xn, Wt, bias_rows, None, **layer)
     Wk = cuda.device_array((K, R * S * C8), np.float16)
-    nchw_to_nhwc16_kernel[blocks(Xn.size, 256), 256](X, Xn)
     filters_to_krsc16_kernel[blocks(Wk.size, 256), 256](W, Wk)
-    return Xn, Wk, to_device(np.ascontiguousarray(bias_or_zeros(b, K), np.float32))
+    return Operands(version, Xn, Wk, to_device(np.ascontiguousarray(bias_or_zeros(b, K), np.float32)), None, **layer)
 
 
-def supports_wgmma(W_shape, stride) -> str:
-    """"" where version 3 can run: any layer, on the simulator or a Hopper GPU."""
-    return wgmma.unsupported_device()
-
-
-def launch_wgmma(Xn, Wk, bias, Y, shape, padding: int, stride: int):
-    """Version 3 on prepared operands (``wgmma_operands``); shape = (N, H, W, R, S); Y [N·H'·W', K]."""
-    N, H, Wd, R, S = shape
-    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
-    if tuple(Y.shape) != (N * Ho * Wo, Wk.shape[0]):
-        raise ValueError(f"Y must be [N·H'·W', K] = {[N * Ho * Wo, Wk.shape[0]]}, not {list(Y.shape)}")
-    grid = (blocks(N * Ho * Wo, V3_BM), blocks(Wk.shape[0], V3_BN))
-    wgmma.launch(tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, Xn, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride)
-
-
-def supports_tma(W_shape, stride) -> str:
-    """"" where version 4 can run: stride 1 (a box moves whole rows of neighbouring pixels) on the
-    simulator or a Hopper GPU."""
-    if stride != 1:
-        return f"conv v4 (TMA boxes) needs stride 1, not {stride}"
-    return wgmma.unsupported_device()
-
-
-def launch_tma(Xn, Wk, bias, Y, shape, padding: int, stride: int = 1):
-    """Version 4 on version 3's operands (``wgmma_operands``); shape = (N, H, W, R, S); Y [N·H'·W', K]."""
-    N, H, Wd, R, S = shape
-    reason = supports_tma((Wk.shape[0], None, R, S), stride)
+def launch(operands: Operands, Y) -> None:
+    """Every version the same way: ``operands`` from ``prepare``, Y a float32 device array of
+    ``operands.out_shape``; checked before any launch (ValueError naming the argument)."""
+    if not isinstance(operands, Operands):
+        raise ValueError(f"operands must come from prepare(...), not {type(operands).__name__}")
+    if not is_device_array(Y) or np.dtype(Y.dtype) != np.float32 or tuple(Y.shape) != operands.out_shape:
+        raise ValueError(f"Y must be a float32 device array of shape {list(operands.out_shape)} for {operands.version}, "
+                         f"not {type(Y).__name__} {np.dtype(getattr(Y, 'dtype', None)).name} {list(getattr(Y, 'shape', ()))}")
+    reason = supports(operands.W_shape, operands.stride, version=operands.version)
     if reason:
         raise ValueError(reason)
-    C = Xn.shape[1]
-    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
-    if tuple(Y.shape) != (N * Ho * Wo, Wk.shape[0]):
-        raise ValueError(f"Y must be [N·H'·W', K] = {[N * Ho * Wo, Wk.shape[0]]}, not {list(Y.shape)}")
-    height, width = pixel_tile(Ho, Wo)
-    patches_x = blocks(Wo, width)
-    patches = blocks(Ho, height) * patches_x
-    x_map = tma.cached_map(Xn.reshape(N, H, Wd, C), (1, height, width, tma.BOX_K)).argument
-    w_map = tma.cached_map(Wk.reshape(Wk.shape[0], R * S, C), (V3_BN, 1, tma.BOX_K)).argument
-    grid = (N * patches, blocks(Wk.shape[0], V3_BN))
-    wgmma.launch(tc_conv_tma_kernel, grid, V3_THREADS, V4_SHARED, x_map, w_map, bias, Y, C, Ho, Wo, S, R * S,
-                 padding, width, patches_x, patches)
+    o = operands
+    (N, _, H, Wd), (K, _, R, S) = o.X_shape, o.W_shape
+    Ho, Wo = conv_output_size(H, R, o.padding, o.stride), conv_output_size(Wd, S, o.padding, o.stride)
+    if o.version == "v1":
+        tc_conv_kernel[(blocks(N * Ho * Wo, BN), blocks(K, BM)), THREADS](o.X, o.W, o.bias, Y, o.padding, o.stride,
+                                                                           o.table)
+    elif o.version == "v2":
+        grid = (blocks(N * Ho * Wo, V2_BM), blocks(o.W.shape[1], V2_BN))
+        tc_conv_nhwc_kernel[grid, V2_THREADS](o.X, o.W, o.bias, Y, H, Wd, Ho, Wo, S, o.padding, o.stride)
+    elif o.version == "v3":
+        grid = (blocks(N * Ho * Wo, V3_BM), blocks(K, V3_BN))
+        wgmma.launch(tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, o.X, o.W, o.bias, Y, H, Wd, Ho, Wo, S,
+                     o.padding, o.stride)
+    else:
+        C8 = o.X.shape[1]
+        height, width = pixel_tile(Ho, Wo)
+        patches_x = blocks(Wo, width)
+        patches = blocks(Ho, height) * patches_x
+        x_map = tma.cached_map(o.X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
+        w_map = tma.cached_map(o.W.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
+        wgmma.launch(tc_conv_tma_kernel, (N * patches, blocks(K, V3_BN)), V3_THREADS, V4_SHARED, x_map, w_map, o.bias,
+                     Y, C8, Ho, Wo, S, R * S, o.padding, width, patches_x, patches)
 
 
 def fp16_copy(a):
@@ -169,64 +208,32 @@ def fp16_copy(a):
     return out
 
 
-def launch_nchw(X16, W16, bias, Y, padding: int, stride: int, table):
-    """Version 1 on device operands: X16 [N, C, H, W] and W16 [K, C·R·S] fp16, the bias, Y
-    [N, K, H', W'] fp32 and implicit GEMM's row table."""
-    N, K, Ho, Wo = Y.shape
-    tc_conv_kernel[(blocks(N * Ho * Wo, BN), blocks(K, BM)), THREADS](X16, W16, bias, Y, padding, stride, table)
-
-
-def launch_nhwc(X2, Wt, bias_rows, Y, shape, padding: int, stride: int):
-    """Version 2 on prepared operands (``nhwc_operands``); shape = (N, H, W, R, S)."""
-    N, H, Wd, R, S = shape
-    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
-    rows = blocks(N * Ho * Wo, 16) * 16
-    if Y.shape[0] < rows or Y.shape[0] % 16 or Y.shape[1] != Wt.shape[1]:
-        raise ValueError(f"Y must be [{rows} (N·H'·W' = {N * Ho * Wo} rounded up to 16), {Wt.shape[1]}], "
-                         f"not {list(Y.shape)}: the warps store whole 16x16 tiles")
-    grid = (blocks(N * Ho * Wo, V2_BM), blocks(Wt.shape[1], V2_BN))
-    tc_conv_nhwc_kernel[grid, V2_THREADS](X2, Wt, bias_rows, Y, H, Wd, Ho, Wo, S, padding, stride)
-
-
-def nhwc_rows_to_nchw(Yn, shape) -> np.ndarray:
-    """Version 2's output [rows ≥ N·H'·W', K16] on the device as a NumPy Y [N, K, H', W']:
-    the padding rows and filters cropped, the layout turned back to NCHW."""
+def to_nchw(Yn, shape) -> np.ndarray:
+    """A v2-v4 output [rows ≥ N·H'·W', ≥ K] on the device as a NumPy Y [N, K, H', W'] (shape): the
+    padding rows and filters cropped, the layout turned back to NCHW."""
     N, K, Ho, Wo = shape
     return to_host(Yn)[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
 
 
-VERSIONS = ("v1", "v2", "v3", "v4")
-
-
 def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v2"):
     """Y = conv(X, W) + b on the tensor cores: X and W rounded to fp16, sums in fp32, Y float32
-    [N, K, H', W']. Version 1 works in NCHW; version 2 converts to NHWC and back. Every conversion
-    (to fp16, to NHWC, back to NCHW) is a kernel: nothing goes through the host."""
-    N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
+    [N, K, H', W'] on the device. Version 1 works in NCHW; versions 2-4 convert to NHWC and back.
+    Every conversion (to fp16, to NHWC, back to NCHW) is a kernel: nothing goes through the host."""
     if version not in VERSIONS:
-        raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
-    _, C, R, S = W.shape
+        raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
+    N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
     Y = output(out, (N, K, Ho, Wo), "out")
-    if version in ("v3", "v4"):
-        Xn, Wk, bias = wgmma_operands(X, W, b)
-        Yn = cuda.device_array((N * Ho * Wo, K), np.float32)
-        (launch_wgmma if version == "v3" else launch_tma)(Xn, Wk, bias, Yn, (N, X.shape[2], X.shape[3], R, S),
-                                                          padding, stride)
-        nhwc_rows_to_nchw_kernel[blocks(Y.size, 256), 256](Yn, Y)
+    operands = prepare(X, W, b, padding, stride, version=version)
+    if version == "v1":
+        launch(operands, Y)
         return Y
-    if version == "v2":
-        X2, Wt, bias_rows = nhwc_operands(X, W, b)
-        Yn = cuda.device_array((blocks(N * Ho * Wo, 16) * 16, Wt.shape[1]), np.float32)
-        launch_nhwc(X2, Wt, bias_rows, Yn, (N, X.shape[2], X.shape[3], R, S), padding, stride)
-        nhwc_rows_to_nchw_kernel[blocks(Y.size, 256), 256](Yn, Y)
-        return Y
-    X16 = fp16_copy(X)
-    W16 = fp16_copy(W).reshape(K, C * R * S)
-    launch_nchw(X16, W16, bias_or_zeros(b, K), Y, padding, stride, device_row_table(C, R, S))
+    Yn = cuda.device_array(operands.out_shape, np.float32)
+    launch(operands, Yn)
+    nhwc_rows_to_nchw_kernel[blocks(Y.size, 256), 256](Yn, Y)
     return Y
 
 
-def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, version: str = "v2") -> int:
+def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, *, version: str = "v2") -> int:
     """Extra device memory: the fp16 copies of X and W (v1 adds the row table; v2 pads C to 8
     and K to 16, repeats the bias in 16 rows and stores Y as [N·H'·W' rounded to 16, K16] fp32)."""
     N, C, H, Wd = X_shape
@@ -241,7 +248,60 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, version
     return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16
 
 
+# one function per version, as the registry (gpulib/conv/algorithms.py) lists them
+def conv2d_tc_nchw(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 1: NCHW, fragments from shared tiles gathered through implicit GEMM's row table."""
+    return conv2d_tc(X, W, b, padding, stride, out=out, version="v1")
+
+
+def conv2d_tc_nhwc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 2: NHWC, 16-byte asynchronous gathers, two pairs of shared tiles."""
+    return conv2d_tc(X, W, b, padding, stride, out=out, version="v2")
+
+
+def conv2d_tc_wgmma(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 3: NHWC on Hopper's warpgroup MMA, a ring of 4 swizzled buffers filled by cp.async."""
+    return conv2d_tc(X, W, b, padding, stride, out=out, version="v3")
+
+
+def conv2d_tc_tma(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 4: version 3 with its tiles brought by TMA as 4-D boxes of the image (stride 1)."""
+    return conv2d_tc(X, W, b, padding, stride, out=out, version="v4")
+
+
 def reference(X, W, b=None, padding: int = 0, stride: int = 1) -> np.ndarray:
     """What the tensor cores compute, in float64: the fp16-rounded X and W convolved exactly."""
     as16 = lambda a: np.asarray(a, np.float16).astype(np.float64)  # noqa: E731
     return ref.conv2d(as16(X), as16(W), b, padding, stride)
+
+
+def supports_nchw(W_shape, stride: int = 1) -> str | None:
+    return supports(W_shape, stride, version="v1")
+
+
+def supports_nhwc(W_shape, stride: int = 1) -> str | None:
+    return supports(W_shape, stride, version="v2")
+
+
+def supports_wgmma(W_shape, stride: int = 1) -> str | None:
+    return supports(W_shape, stride, version="v3")
+
+
+def supports_tma(W_shape, stride: int = 1) -> str | None:
+    return supports(W_shape, stride, version="v4")
+
+
+def workspace_nchw(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    return workspace_bytes(X_shape, W_shape, padding, stride, version="v1")
+
+
+def workspace_nhwc(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    return workspace_bytes(X_shape, W_shape, padding, stride, version="v2")
+
+
+def workspace_wgmma(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    return workspace_bytes(X_shape, W_shape, padding, stride, version="v3")
+
+
+def workspace_tma(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    return workspace_bytes(X_shape, W_shape, padding, stride, version="v4")

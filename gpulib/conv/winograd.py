@@ -191,11 +191,11 @@ def winograd_fused_kernel(X, U, b, Y, padding, tiles_y, tiles_x):
         output_transform(m, Y, n, k, 2 * ty, 2 * tx, b[k])
 
 
-def supports(W_shape, stride: int, variant: str = "F(2x2, 3x3)") -> str:
-    """"" when Winograd ``variant`` (F(2x2, 3x3) or F(4x4, 3x3)) applies to this filter and
+def supports(W_shape, stride: int, variant: str = "F(2x2, 3x3)") -> str | None:
+    """None when Winograd ``variant`` (F(2x2, 3x3) or F(4x4, 3x3)) applies to this filter and
     stride, else the reason it does not: both need a 3x3 filter and stride 1."""
     if tuple(W_shape[2:]) == (3, 3) and stride == 1:
-        return ""
+        return None
     return (f"Winograd {variant} needs a 3x3 filter and stride 1, not a {W_shape[2]}x{W_shape[3]} "
             f"filter with stride {stride}")
 
@@ -401,8 +401,8 @@ def conv2d_winograd_f4(X, W, b=None, padding: int = 0, stride: int = 1, *, out=N
     return Y
 
 
-def supports_f4(W_shape, stride: int) -> str:
-    """"" when F(4x4, 3x3) applies (a 3x3 filter, stride 1), else the reason it does not."""
+def supports_f4(W_shape, stride: int) -> str | None:
+    """None when F(4x4, 3x3) applies (a 3x3 filter, stride 1), else the reason it does not."""
     return supports(W_shape, stride, "F(4x4, 3x3)")
 
 

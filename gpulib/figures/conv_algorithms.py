@@ -16,7 +16,7 @@ def costs(layer: dict = LAYER) -> list[dict]:
     p, s = layer["padding"], layer["stride"]
     out = []
     for alg in of_precision("fp32"):
-        supported = alg.supports(W_shape, s) == ""
+        supported = alg.supports(W_shape, s) is None
         out.append(dict(name=alg.name, label=alg.label, cudnn=alg.cudnn,
                         multiplications=alg.multiplications(X_shape, W_shape, p, s) if supported else None,
                         extra_bytes=alg.workspace(X_shape, W_shape, p, s) if supported else None))
