@@ -163,13 +163,13 @@ def transposed(a):
     if not is_device_array(a):
         return np.asarray(a).T
     if hasattr(a, "gpu_data"):  # a Numba device array on a GPU
-        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+        from gpulib.launch import strided_view
 
-        return DeviceNDArray(tuple(a.shape[::-1]), tuple(a.strides[::-1]), a.dtype, gpu_data=a.gpu_data)
+        return strided_view(a, a.shape[::-1], a.strides[::-1])
     if hasattr(a, "_ary"):  # the simulator's device array wraps a NumPy array
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        from gpulib.simulator import device_view
 
-        return FakeCUDAArray(a._ary.T)
+        return device_view(a, lambda x: x.T)
     return a.T  # CuPy
 
 
@@ -177,11 +177,11 @@ def batch_of_one(a):
     """A 2-D device (or NumPy) array as a 3-D view [1, rows, columns] of the same memory, strides
     kept (a transposed view stays one): for kernels that take a batch of matrices."""
     if hasattr(a, "gpu_data"):  # a Numba device array on a GPU
-        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+        from gpulib.launch import strided_view
 
-        return DeviceNDArray((1, *a.shape), (a.strides[0] * a.shape[0], *a.strides), a.dtype, gpu_data=a.gpu_data)
+        return strided_view(a, (1, *a.shape), (a.strides[0] * a.shape[0], *a.strides))
     if hasattr(a, "_ary"):  # the simulator's device array wraps a NumPy array
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        from gpulib.simulator import device_view
 
-        return FakeCUDAArray(a._ary[np.newaxis])
+        return device_view(a, lambda x: x[np.newaxis])
     return a[np.newaxis]

@@ -5,9 +5,9 @@
     bound = BoundLaunch(kernel, grid, block, shared_bytes)
     bound(X, Y, 3)                        # later calls with the same layout skip Numba's typing
 
-What must stay true: this module (Numba's dispatcher and driver) and gpulib/simulator.py (the
-simulator's kernels) are the only ones that touch Numba's private names; it imports nothing
-of gpulib but the base below it (env).
+What must stay true: this module (Numba's dispatcher, driver, device arrays and compiler) and
+gpulib/simulator.py (the simulator's kernels and arrays) are the only ones that touch Numba's
+private names; it imports nothing of gpulib but env and the simulator.
 """
 
 from __future__ import annotations
@@ -256,3 +256,31 @@ class BoundLaunch:
             _through(Launch(self.name, self.grid, self.block, args, go, lambda: self(*args)))
         else:
             go()
+
+
+# -- Numba's device arrays and compiler, where gpulib needs more than the public API
+
+
+def strided_view(a, shape: tuple, strides: tuple):
+    """A view of a Numba device array (on a GPU) with another shape and strides, the same memory."""
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+    return DeviceNDArray(tuple(shape), tuple(strides), a.dtype, gpu_data=a.gpu_data)
+
+
+class _CompileOnlyDevice:
+    def __init__(self, cc: tuple):
+        self.compute_capability = cc
+        self.name = f"compute capability {cc[0]}.{cc[1]} (compile only)"
+
+
+def compile_only(cc: tuple) -> None:
+    """Numba's CUDA target without a driver or a GPU: NVVM only (no NVRTC), compiling for ``cc``
+    (the clean room's check that a kernel is one: gpulib/grading/cleanroom/compile.py)."""
+    import numba.cuda.cuda_paths as cuda_paths
+    import numba.cuda.cudadrv.nvrtc as nvrtc
+    import numba.cuda.dispatcher as dispatcher
+
+    cuda_paths._get_nvrtc_path = lambda: None
+    nvrtc.get_arch_option = lambda major, minor: f"compute_{major}{minor}"
+    dispatcher.get_current_device = lambda: _CompileOnlyDevice(cc)

@@ -28,6 +28,8 @@ aligns its shared tiles for 128-bit loads), which the simulator otherwise refuse
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import types
 from functools import lru_cache
 
@@ -35,6 +37,9 @@ import numpy as np
 
 BARRIER_NAMES = frozenset({"syncthreads", "syncthreads_count", "syncthreads_and", "syncthreads_or",
                            "this_grid", "cg"})
+
+# the modules whose NumPy calls make the arrays of cuda.shared.array and cuda.local.array here
+ON_CHIP_ARRAY_MODULES = ("gpulib.simulator", "numba.cuda.simulator.kernelapi")
 
 LIBRARIES = frozenset({"numpy", "numba", "numba_cuda", "math", "builtins", "functools"})
 
@@ -221,3 +226,64 @@ def _accept_alignment() -> None:
 
     kernelapi.FakeCUDALocal.array = local
     kernelapi.FakeCUDAShared.array = shared
+
+
+# -- what the rest of gpulib needs of the simulator's insides (nowhere else are they named)
+
+
+def device_view(a, transform):
+    """A simulator device array whose NumPy array is ``transform(a's array)`` (a view: the same memory)."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    return FakeCUDAArray(transform(a._ary))
+
+
+def block_thread_type() -> type:
+    """The class of the simulator's threads (one per CUDA thread of a block)."""
+    from numba.cuda.simulator.kernel import BlockThread
+
+    return BlockThread
+
+
+def fake_kernel(fn, device: bool = False):
+    """``fn`` as a simulator kernel (or device function), whichever backend Numba runs."""
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    return FakeCUDAKernel(fn, device=device)
+
+
+@contextlib.contextmanager
+def routed(shared_array, atomic, barrier):
+    """Inside the block, a kernel's ``cuda.shared.array(shape, dtype)`` calls ``shared_array(shape,
+    dtype, frame)`` (the declaring frame), ``cuda.atomic.<op>`` calls ``atomic(op, the simulator's
+    own)`` for the function to use, and ``cuda.syncthreads()`` calls ``barrier()`` first."""
+    from numba.cuda.simulator import kernelapi
+
+    class Shared:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def array(self, shape, dtype, alignment=None):
+            return shared_array(shape, dtype, sys._getframe(1))
+
+    class Atomic:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, op):
+            return atomic(op, getattr(self._inner, op))
+
+    module = kernelapi.FakeCUDAModule
+    original = module.shared, module.atomic, module.syncthreads
+
+    def syncthreads(self):
+        barrier()
+        original[2](self)
+
+    module.shared = property(lambda self: Shared(self._shared))
+    module.atomic = property(lambda self: Atomic(self._atomic))
+    module.syncthreads = syncthreads
+    try:
+        yield
+    finally:
+        module.shared, module.atomic, module.syncthreads = original

@@ -401,54 +401,21 @@ class Trace:
         return "\n".join(lines)
 
 
-@contextmanager
 def _instrumented_simulator(tracer: Trace):
-    """Route the simulator's shared arrays and barriers through ``tracer`` for one launch."""
-    import sys
+    """Route the simulator's shared arrays, atomics and barriers through ``tracer`` for one launch."""
+    from gpulib import simulator
 
-    from numba.cuda.simulator import kernelapi
+    def atomic(op, plain):
+        update = _ATOMIC_UPDATES.get(op)
 
-    class Shared:
-        def __init__(self, inner):
-            self._inner = inner
+        def traced(array, index, *values):
+            if isinstance(array, _TracedArray) and update is not None:
+                return array.atomic(index, lambda old: update(old, *values))
+            return plain(array, index, *values)
 
-        def array(self, shape, dtype, alignment=None):
-            return tracer._shared_array(shape, dtype, sys._getframe(1))
+        return traced
 
-    class Atomic:
-        """The simulator's atomics, routed through the tracer for traced arrays."""
-
-        def __init__(self, inner):
-            self._inner = inner
-
-        def __getattr__(self, op):
-            plain = getattr(self._inner, op)
-            update = _ATOMIC_UPDATES.get(op)
-
-            def traced(array, index, *values):
-                if isinstance(array, _TracedArray) and update is not None:
-                    return array.atomic(index, lambda old: update(old, *values))
-                return plain(array, index, *values)
-
-            return traced
-
-    original_shared = kernelapi.FakeCUDAModule.shared
-    original_atomic = kernelapi.FakeCUDAModule.atomic
-    original_sync = kernelapi.FakeCUDAModule.syncthreads
-
-    def syncthreads(self):
-        tracer._barrier()
-        original_sync(self)
-
-    kernelapi.FakeCUDAModule.shared = property(lambda self: Shared(self._shared))
-    kernelapi.FakeCUDAModule.atomic = property(lambda self: Atomic(self._atomic))
-    kernelapi.FakeCUDAModule.syncthreads = syncthreads
-    try:
-        yield
-    finally:
-        kernelapi.FakeCUDAModule.shared = original_shared
-        kernelapi.FakeCUDAModule.atomic = original_atomic
-        kernelapi.FakeCUDAModule.syncthreads = original_sync
+    return simulator.routed(tracer._shared_array, atomic, tracer._barrier)
 
 
 # what each atomic stores, given the old value (the simulator's own set; cas is left to it)
@@ -464,7 +431,7 @@ _ATOMIC_UPDATES = {
 def _python_device_functions(fn):
     """On a GPU backend, let the kernel call its device functions as plain Python: the ones it
     finds as globals and the ones a kernel factory closed over (``fetch`` in gemm version 3)."""
-    from numba.cuda.simulator.kernel import FakeCUDAKernel
+    from gpulib.simulator import fake_kernel
 
     def is_device_function(value):
         options = getattr(value, "targetoptions", None)
@@ -475,9 +442,9 @@ def _python_device_functions(fn):
     cells = [cell for cell in (fn.__closure__ or ()) if is_device_function(cell.cell_contents)]
     originals = [cell.cell_contents for cell in cells]
     for key, value in swapped.items():
-        globs[key] = FakeCUDAKernel(value.py_func, device=True)
+        globs[key] = fake_kernel(value.py_func, device=True)
     for cell, value in zip(cells, originals):
-        cell.cell_contents = FakeCUDAKernel(value.py_func, device=True)
+        cell.cell_contents = fake_kernel(value.py_func, device=True)
     try:
         yield
     finally:
@@ -492,8 +459,6 @@ def trace(kernel, grid, block, *args, names=None) -> Trace:
     NumPy arguments are traced (named by ``names``, else a0, a1, ...) and written in place;
     other arguments (scalars) pass through. ``kernel`` is a @cuda.jit kernel or its function.
     """
-    from numba.cuda.simulator.kernel import FakeCUDAKernel
-
     from gpulib import simulator
 
     simulator.install()
@@ -520,6 +485,6 @@ def trace(kernel, grid, block, *args, names=None) -> Trace:
         else:
             wrapped.append(arg)
     with _instrumented_simulator(tracer), _python_device_functions(fn):
-        FakeCUDAKernel(fn, device=False)[grid, block](*wrapped)
+        simulator.fake_kernel(fn)[grid, block](*wrapped)
     tracer._finish()
     return tracer

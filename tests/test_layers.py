@@ -48,3 +48,16 @@ def test_every_module_sits_in_a_layer():
                      if not any(m == n or m.startswith(n + ".") for n in named)
                      and not any(n.startswith(m + ".") for n in named))  # a package whose modules are named one by one
     assert not outside, outside
+
+
+def test_numba_s_private_names_live_in_two_modules():
+    """Numba's insides (its dispatcher, driver, device arrays, compiler paths, the simulator's
+    kernels) are named in gpulib/launch.py and gpulib/simulator.py only: when Numba changes them,
+    those two files are the ones to mend."""
+    import re
+
+    private = re.compile(r"numba\.cuda\.(simulator|cudadrv|dispatcher|cuda_paths)|_LaunchConfiguration|_codelibrary")
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "gpulib").rglob("*.py"))
+             if p.name not in ("launch.py", "simulator.py") or p.parent != ROOT / "gpulib"
+             for n, line in enumerate(p.read_text().splitlines(), 1) if private.search(line)]
+    assert not found, found

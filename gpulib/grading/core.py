@@ -162,8 +162,9 @@ def picture(counts: np.ndarray, title: str):
 def time_limit(seconds: float | None = None):
     """Stop the simulator's kernel threads that are still running after ``seconds``: an endless
     loop becomes a KernelTimeout inside the kernel (then a Mistake), not a hung notebook."""
-    from numba.cuda.simulator.kernel import BlockThread
+    from gpulib.simulator import block_thread_type
 
+    BlockThread = block_thread_type()
     expired = threading.Event()
 
     def stop_all() -> bool:
@@ -582,8 +583,7 @@ def written_once(t, name: str, what: str) -> None:
                                         f"쓰면(원자적 연산 없이) 마지막 것만 남는다. 원소마다 스레드 하나가 값을 모아 한 번 써라.")
 
 
-# where the simulator makes the arrays of cuda.shared.array and cuda.local.array
-_SIMULATED_ON_CHIP = ("gpulib.simulator", "numba.cuda.simulator.kernelapi")
+from gpulib.simulator import ON_CHIP_ARRAY_MODULES as _SIMULATED_ON_CHIP  # noqa: E402
 
 
 @contextmanager

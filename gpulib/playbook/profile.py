@@ -1,27 +1,17 @@
 """16.6: what one training step launches, what each launch costs, and how much memory it holds.
 
-    with Profiler() as prof:            # every Numba kernel launch inside is recorded
+    with Profiler() as prof:            # every kernel launch inside is recorded
         model.profiler = prof           # the model marks its operations: prof.op("conv1 forward")
         loss, grads = model.loss_and_grads(X, y)
     prof.kernels()    # one row per launch: op, kernel, grid, threads, GPU ms, pattern, section
     prof.ops()        # one row per operation: its GPU ms (kernels and library calls together)
 
-How: while the profiler is active, Numba's launch (``_LaunchConfiguration.__call__`` on a GPU,
-the simulator's ``FakeCUDAKernel.__call__``), a bound launch's (``replay.launch_prepared``)
-and gpulib's cuBLAS call are wrapped so that a CUDA event is recorded before and after each,
-on the default stream every gpulib kernel uses; the events are read after one synchronisation
-at the end. On the simulator the launches are counted, not timed.
-
-One trap: a small kernel is shorter than the time Python takes to launch it. If the GPU is
-idle, the start event completes at once and the kernel arrives tens of microseconds later,
-so the pair of events measures the launch, not the kernel. The profiler therefore first
-gives the GPU a short wait (``spin_kernel``, one thread sleeping ``SPIN_US``) so that the
-start event, the kernel and the stop event queue up behind it and run back to back. Each
-operation's ``ms`` is the sum of its launches; ``wall_ms`` is its time on the host.
-
-``memory=True`` also samples the device memory in use (the driver's total minus free) after
-every launch and operation, first freeing what Numba has queued for deallocation (it frees in
-batches), so the peak is that of the arrays alive, the quantity gpulib.playbook.memory estimates.
+The profiler is a watcher of gpulib.launch: every kernel launch and cuBLAS call passes through
+it, between two CUDA events on the default stream (counted, not timed, on the simulator), after
+a short spin kernel so that a launch shorter than Python's own work is still timed as the
+kernel (16.6 explains the trap). ``memory=True`` samples the device memory in use after every
+launch and operation, first freeing what Numba has queued, so the peak is that of the arrays
+alive: what gpulib.playbook.memory estimates.
 """
 
 from __future__ import annotations

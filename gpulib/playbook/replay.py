@@ -7,29 +7,11 @@
     graph = rec.graph()                   # on a GPU: one CUDA graph of them all
     graph.replay()
 
-Why: on a small model a step's kernels take less GPU time than Python takes to launch them.
-Each Numba launch types its arguments, looks up the compiled kernel, checks and converts every
-array and scalar and builds a launch configuration (tens of microseconds), and gpulib's
-wrappers check shapes and allocate outputs around it. A step that launches the same kernels on
-arrays of the same shapes every time needs all of that only once. This is what a CUDA graph
-is, and what PyTorch's ``torch.cuda.graphs`` and CUDA-graph capture in JAX/XLA do.
-
-How: while ``record()`` is active, Numba's launch is wrapped (cuda.core's ``launch`` on a GPU,
-the simulator's ``FakeCUDAKernel.__call__`` without one) so that each launch is kept with its
-arguments as Numba prepared them, and gpulib's cuBLAS call is kept as a call. ``replay()``
-launches the kept kernels in the same order; ``graph()`` builds one CUDA graph from them (only
-kernel launches, so not when a cuBLAS call was recorded). The recording keeps every array it
-saw alive, so the buffers the launches write stay theirs.
-
-What a replay cannot repeat, a recording refuses: a copy between host and device (a loss
-copied back, labels copied over) or between device arrays raises ``RecordingError`` at once.
-Inputs therefore live in buffers that the caller fills before each replay, and anything that
-depends on values (a check of the labels, the auto-tuner's first measurement of a shape) runs
-before recording. ``ReplayedStep`` does all of this for a ``BookCNN``.
-
-``BoundLaunch`` is the same idea for one kernel whose arrays change from call to call: bound
-once per layout of its arguments, it replays Numba's prepared call with the new arrays'
-addresses and scalars put in (16.5's Winograd F(4x4) launches its four kernels this way).
+The recorder is a watcher of gpulib.launch: it keeps each kernel launch as Numba handed it to
+cuda.core (on a GPU) or as the simulator's call, and each cuBLAS call as a call, with every
+array alive. What a replay would not repeat is refused at once with ``RecordingError``: a copy
+between host and device, or between device arrays. ``ReplayedStep`` does all of it for a
+``BookCNN``; the notebook (16.6) says why it pays and when it does not.
 """
 
 from __future__ import annotations

@@ -18,20 +18,11 @@ import sys
 CC = (9, 0)
 
 
-class _Device:
-    compute_capability = CC
-    name = "compute capability 9.0 (compile only)"
-
-
 def prepare_numba() -> None:
     """Numba's CUDA target without a driver: NVVM only (no NVRTC), the architecture given."""
-    import numba.cuda.cuda_paths as cuda_paths
-    import numba.cuda.cudadrv.nvrtc as nvrtc
-    import numba.cuda.dispatcher as dispatcher
+    from gpulib.launch import compile_only
 
-    cuda_paths._get_nvrtc_path = lambda: None
-    nvrtc.get_arch_option = lambda major, minor: f"compute_{major}{minor}"
-    dispatcher.get_current_device = lambda: _Device()
+    compile_only(CC)
 
 
 def numba_type(spec):
