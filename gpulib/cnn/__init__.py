@@ -1,10 +1,5 @@
-"""16.2: the CNN's building blocks as Numba CUDA kernels, forward and backward.
-
-    kernels.py  convolution backward (dX, dW, db), ReLU, max and average pooling
-    layers.py   wrappers that check inputs and launch them (the forward convolution is
-                gpulib/conv/direct.py; fully connected layers and softmax are gpulib/mlp)
-    anatomy.py  the convolution's rules in NumPy: receptive field, the sum over channels,
-                1x1 as a matrix product, dX as a transposed convolution, NCHW and NHWC strides
+"""16.2: the CNN's building blocks as Numba CUDA kernels, forward and backward, their wrappers, and
+the models built from them (SmallCNN; 16.6's BookCNN); the layer functions, re-exported.
 """
 
 from gpulib.cnn.layers import (

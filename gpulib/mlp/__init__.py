@@ -1,10 +1,5 @@
-"""16.1 (perceptron, MLP, gradient descent, backpropagation) as Numba CUDA kernels.
-
-    kernels.py  the @cuda.jit kernels, one thread per output element
-    layers.py   wrappers that check inputs and launch them
-    model.py    MLP: forward, backpropagation, SGD step
-    train.py    mini-batch training with a progress bar and a history
-    widget.py   the learning-rate explorer of the notebook
+"""16.1 (perceptron, MLP, gradient descent, backpropagation) as Numba CUDA kernels, their
+wrappers, the MLP and its training loop; the names a notebook needs, re-exported.
 """
 
 from gpulib.mlp.layers import (
