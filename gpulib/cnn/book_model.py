@@ -12,27 +12,17 @@ the first layer needs. Each operation runs inside ``self.profiler.op(name)`` so 
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import require_int_labels, to_device, to_host
+from gpulib.arrays import require_int_labels, to_device
 from gpulib.cnn import layers as L
-from gpulib.cnn.model import images_on_device
+from gpulib.cnn.model import NO_PROFILER, ImageClassifier
 from gpulib.conv import front
 from gpulib.mlp import layers as mlp
 
 
-class _NoProfiler:
-    def op(self, name):
-        return contextlib.nullcontext()
-
-
-NO_PROFILER = _NoProfiler()  # what ``BookCNN.profiler`` is when nothing is measured
-
-
-class BookCNN:
+class BookCNN(ImageClassifier):
     """Two 3x3 convolutions (padding 1) of ``channels`` = (C1, C2) filters, then FC to ``classes``."""
 
     def __init__(self, image_shape=(1, 8, 8), channels=(8, 16), classes: int = 10, seed: int = 0,
@@ -62,12 +52,6 @@ class BookCNN:
                 rng.normal(0, np.sqrt(1 / features), (classes, features)), np.zeros(classes)]
         self.params = [to_device(np.asarray(p, np.float32)) for p in host]
 
-    def host_params(self):
-        """[conv1 W, conv1 b, conv2 W, conv2 b, fc W, fc b] copied to NumPy."""
-        return [p.copy_to_host() for p in self.params]
-
-    def _images(self, X):
-        return images_on_device(X, self.image_shape)
 
     def _relu(self, Z):
         return L.relu(Z, out=Z if self.inplace_relu else None)
@@ -131,19 +115,6 @@ class BookCNN:
                                             algorithm=self.algorithms[0], reduction=self.reduction)
         return losses, [dW1, db1, dW2, db2, dWf, dbf]
 
-    def step(self, grads, lr: float) -> None:
-        with self.profiler.op("SGD update"):
-            for p, g in zip(self.params, grads):
-                mlp.sgd_update(p, g, lr)
-
-    def predict(self, X) -> np.ndarray:
-        return self.forward(X)["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
-
-    def accuracy(self, X, labels) -> float:
-        """The share of rows of X whose predicted class is their label."""
-        X = self._images(X)
-        require_int_labels(labels, "labels", X.shape[0], self.classes, dtype=None)
-        return float((self.predict(X) == to_host(labels)).mean())
 
 
 def reference_loss(params, X, labels) -> float:

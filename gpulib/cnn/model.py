@@ -10,6 +10,8 @@ maximum, ReLU masks it, and the convolution gives dW (and would give dX to a lay
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from gpulib import reference as ref
@@ -30,7 +32,45 @@ def images_on_device(X, image_shape):
     return to_device(X)
 
 
-class SmallCNN:
+class _NoProfiler:
+    def op(self, name):
+        return contextlib.nullcontext()
+
+
+NO_PROFILER = _NoProfiler()  # what a model's ``profiler`` is when nothing is measured
+
+
+class ImageClassifier:
+    """What every CNN of the book shares: parameters on the device (``params``), images checked
+    and put on the device, an SGD step, predictions and accuracy. A model sets ``params``,
+    ``image_shape`` and ``classes`` and defines ``forward(X)`` (a dict with "logits")."""
+
+    profiler = NO_PROFILER  # 16.6's Profiler, when one is measuring
+
+    def host_params(self):
+        """The parameters copied to NumPy, in the order of ``params``."""
+        return [p.copy_to_host() for p in self.params]
+
+    def _images(self, X):
+        return images_on_device(X, self.image_shape)
+
+    def step(self, grads, lr: float) -> None:
+        """One SGD step: every parameter minus ``lr`` times its gradient, on the device."""
+        with self.profiler.op("SGD update"):
+            for p, g in zip(self.params, grads):
+                mlp.sgd_update(p, g, lr)
+
+    def predict(self, X) -> np.ndarray:
+        return self.forward(X)["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
+
+    def accuracy(self, X, labels) -> float:
+        """The share of rows of X whose predicted class is their label (labels: [N] integers)."""
+        X = self._images(X)
+        require_int_labels(labels, "labels", X.shape[0], self.classes, dtype=None)
+        return float((self.predict(X) == to_host(labels)).mean())
+
+
+class SmallCNN(ImageClassifier):
     """One convolution layer of ``channels`` 3x3 filters, then a fully connected layer."""
 
     def __init__(self, image_shape=(1, 8, 8), channels: int = 8, classes: int = 10, seed: int = 0,
@@ -52,14 +92,8 @@ class SmallCNN:
         features = channels * (H // 2) * (W // 2)
         self.fc_W = rng.normal(0, np.sqrt(1 / features), (classes, features)).astype(np.float32)
         self.fc_b = np.zeros(classes, np.float32)
+        self.classes = classes
         self.params = [to_device(p) for p in (self.conv_W, self.conv_b, self.fc_W, self.fc_b)]
-
-    def host_params(self):
-        """[conv W, conv b, fc W, fc b] copied to NumPy."""
-        return [p.copy_to_host() for p in self.params]
-
-    def _images(self, X):
-        return images_on_device(X, self.image_shape)
 
     def forward(self, X):
         """Every intermediate tensor, named as in the chapter's figure."""
@@ -89,18 +123,6 @@ class SmallCNN:
                                           algorithm=self.conv_algorithm)
         return float(loss.copy_to_host().mean(dtype=np.float64)), [d_cW, d_cb, d_fW, d_fb]
 
-    def step(self, grads, lr: float) -> None:
-        for p, g in zip(self.params, grads):
-            mlp.sgd_update(p, g, lr)
-
-    def predict(self, X) -> np.ndarray:
-        return self.forward(X)["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
-
-    def accuracy(self, X, labels) -> float:
-        """The share of rows of X whose predicted class is their label (labels: [N] integers)."""
-        X = self._images(X)
-        require_int_labels(labels, "labels", X.shape[0], self.fc_W.shape[0], dtype=None)
-        return float((self.predict(X) == to_host(labels)).mean())
 
 
 def reference_loss(params, X, labels) -> float:
