@@ -37,8 +37,8 @@ def test_measure_refuses_the_simulator():
 
 
 def test_blocks_by_shared_memory_counts_the_reserved_kilobyte():
-    from gpulib.bench import measure as M
+    from gpulib.bench import measure as measuring
 
-    assert M.blocks_by_shared_memory(99328) == 2  # 97 KiB + 1 KiB twice in 228 KiB
-    assert M.blocks_by_shared_memory(132096) == 1
-    assert M.blocks_by_shared_memory(0) == 228
+    assert measuring.blocks_by_shared_memory(99328) == 2  # 97 KiB + 1 KiB twice in 228 KiB
+    assert measuring.blocks_by_shared_memory(132096) == 1
+    assert measuring.blocks_by_shared_memory(0) == 228

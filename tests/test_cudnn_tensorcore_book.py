@@ -89,15 +89,15 @@ def test_cudnn_frontend_is_reported_missing_without_a_gpu():
 
 
 def test_stored_kernel_resources_back_the_text(stored):
-    from gpulib.bench import measure as M
+    from gpulib.bench import measure as measuring
 
     res = stored["resources"]
     assert res["device"] and res["date"]
     kernels = res["kernels"]
     assert set(kernels) >= {f"tensor-core GEMM {v}" for v in ("v1", "v2", "v3", "v4")}
     for k in kernels.values():  # the occupancy follows from the registers the compiler gave
-        per_warp = -(-k["registers"] * 32 // M.REGISTER_UNIT) * M.REGISTER_UNIT
-        assert k["blocks_by_registers"] == M.REGISTERS_PER_SM // (per_warp * (k["threads"] // 32))
+        per_warp = -(-k["registers"] * 32 // measuring.REGISTER_UNIT) * measuring.REGISTER_UNIT
+        assert k["blocks_by_registers"] == measuring.REGISTERS_PER_SM // (per_warp * (k["threads"] // 32))
     capped, free = res["register_cap"]
     assert capped["registers"] <= 168 < free["registers"] and capped["blocks_per_sm"] > free["blocks_per_sm"]
     assert capped["rel_err"] < 1e-5 and free["rel_err"] < 1e-5  # both were checked before timing

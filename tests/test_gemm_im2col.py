@@ -12,7 +12,7 @@ import gpulib
 from gpulib import gemm
 from gpulib import reference as ref
 from gpulib.arrays import to_device
-from gpulib.conv import im2col as I
+from gpulib.conv import im2col as im2col_conv
 from gpulib.conv.algorithms import ALGORITHMS
 
 
@@ -113,22 +113,22 @@ def test_im2col_and_col2im_match_the_reference(case):
     X, W, _ = make(case)
     R, S, p, s = case["R"], case["S"], case["padding"], case["stride"]
     want = ref.im2col(X, R, S, p, s)
-    for version in I.IM2COL_VERSIONS:  # sizes at run time (v1), compiled in (v2), unsigned 32-bit (v3)
-        got = I.im2col(X, R, S, p, s, out=gpulib.poisoned(want.shape), version=version)
+    for version in im2col_conv.IM2COL_VERSIONS:  # sizes at run time (v1), compiled in (v2), unsigned 32-bit (v3)
+        got = im2col_conv.im2col(X, R, S, p, s, out=gpulib.poisoned(want.shape), version=version)
         gpulib.validate(got, want, name=f"X_col ({version})")
     dX_col = np.random.default_rng(case["seed"]).standard_normal(want.shape).astype(np.float32)
-    dX = I.col2im(dX_col, X.shape, R, S, p, s, out=gpulib.poisoned(X.shape))
+    dX = im2col_conv.col2im(dX_col, X.shape, R, S, p, s, out=gpulib.poisoned(X.shape))
     gpulib.validate(dX, ref.col2im(dX_col, X.shape, R, S, p, s), name="dX",
                     scale=ref.col2im(np.abs(dX_col), X.shape, R, S, p, s).max())
 
 
 def test_im2col_v3_refuses_offsets_beyond_32_bits(monkeypatch):
-    monkeypatch.setattr(I, "U32_LIMIT", 100)
+    monkeypatch.setattr(im2col_conv, "U32_LIMIT", 100)
     X = np.ones((1, 2, 5, 5), np.float32)
     with pytest.raises(ValueError, match="32-bit offsets.*X_col 450"):
-        I.im2col(X, 3, 3, 1, 1, version="v3")
-    I.im2col(X, 3, 3, 1, 1, version="v2")  # the others have no such limit
-    gpulib.validate(I.im2col(X, 3, 3, 1, 1, out=gpulib.poisoned((18, 25))), ref.im2col(X, 3, 3, 1, 1),
+        im2col_conv.im2col(X, 3, 3, 1, 1, version="v3")
+    im2col_conv.im2col(X, 3, 3, 1, 1, version="v2")  # the others have no such limit
+    gpulib.validate(im2col_conv.im2col(X, 3, 3, 1, 1, out=gpulib.poisoned((18, 25))), ref.im2col(X, 3, 3, 1, 1),
                     name="the default falls back to version 2")
 
 
@@ -148,7 +148,7 @@ def test_reference_conv_is_w_mat_times_x_col(rng):
 
 
 VARIANTS = [  # every GEMM form of the registry, and im2col with the book's own GEMM
-    ("im2col + gemm v3", lambda X, W, b, p, s, out: I.conv2d_im2col(X, W, b, p, s, out=out, gemm="v3")),
+    ("im2col + gemm v3", lambda X, W, b, p, s, out: im2col_conv.conv2d_im2col(X, W, b, p, s, out=out, gemm="v3")),
     ("im2col + library", ALGORITHMS["gemm"].run),
     ("implicit gemm", ALGORITHMS["implicit_gemm"].run),
     ("implicit precomp gemm", ALGORITHMS["implicit_precomp_gemm"].run),
@@ -177,7 +177,7 @@ def test_conv_backward_through_col2im_matches_the_reference(gemm_version, case):
     dY = dY.astype(np.float32)
     want_dX, want_dW, _ = ref.conv2d_backward(X, W, dY, p, s)
     out = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape)  # both outputs must be written
-    dX, dW = I.conv2d_im2col_backward(X, W, dY, p, s, gemm=gemm_version, out=out)
+    dX, dW = im2col_conv.conv2d_im2col_backward(X, W, dY, p, s, gemm=gemm_version, out=out)
     assert dX is out[0] and dW is out[1]
     mags = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), p, s)
     gpulib.validate(dW, want_dW, scale=mags[1].max(), name="dW")
@@ -189,7 +189,7 @@ def test_conv_backward_without_dX_gives_none_and_the_same_dW(gemm_version, rng):
     X = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
     W = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
     dY = rng.standard_normal(ref.conv2d(X, W, None, 1, 2).shape).astype(np.float32)
-    none_dX, dW = I.conv2d_im2col_backward(X, W, dY, 1, 2, need_dX=False, gemm=gemm_version)
+    none_dX, dW = im2col_conv.conv2d_im2col_backward(X, W, dY, 1, 2, need_dX=False, gemm=gemm_version)
     assert none_dX is None
     mags = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), 1, 2)
     gpulib.validate(dW, ref.conv2d_backward(X, W, dY, 1, 2)[1], scale=mags[1].max(), name="dW")

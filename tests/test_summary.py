@@ -8,7 +8,7 @@ import pytest
 import gpulib
 from gpulib import reference as ref
 from gpulib.bench import book_model as bench
-from gpulib.bench import measure as M
+from gpulib.bench import measure as measuring
 from gpulib.cnn import layers as CL
 from gpulib.cnn.book_model import BookCNN, reference_grads, reference_loss
 from gpulib.conv import cuda_c, direct
@@ -161,7 +161,7 @@ def test_every_stored_kernel_has_a_pattern_and_the_stored_results_are_whole():
 
 
 def test_roofline_places_every_stored_kernel_under_its_roof():
-    stored = {n: M.load(M.RESULTS_DIR / f"{n}.json") for n in ("conv_direct", "conv_gemm", "cudnn_tensorcore")}
+    stored = {n: measuring.load(measuring.RESULTS_DIR / f"{n}.json") for n in ("conv_direct", "conv_gemm", "cudnn_tensorcore")}
     limits = roofline.datasheet(stored["conv_direct"]["device"])
     rows = roofline.book_kernels(stored["conv_direct"], stored["conv_gemm"], stored["cudnn_tensorcore"], limits)
     assert len(rows) > 15

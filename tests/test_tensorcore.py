@@ -9,34 +9,34 @@ from hypothesis import strategies as st
 from test_conv_direct import conv_cases, make
 
 import gpulib
-from gpulib.gemm import tensorcore as T
+from gpulib.gemm import tensorcore as tc_gemm
 
 
-@pytest.mark.parametrize("version", T.VERSIONS)
+@pytest.mark.parametrize("version", tc_gemm.VERSIONS)
 @settings(max_examples=max(3, MAX_EXAMPLES // 3), deadline=None)
 @given(M=st.integers(1, 70), K=st.integers(1, 40), N=st.integers(1, 70), seed=st.integers(0, 2**31))
 def test_tensor_core_gemm_is_the_fp16_product_summed_in_fp32(version, M, K, N, seed):
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, K)).astype(np.float32)
     B = rng.standard_normal((K, N)).astype(np.float32)
-    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((M, N)))  # any unwritten element fails
+    C = tc_gemm.matmul_tc(A, B, version=version, out=gpulib.poisoned((M, N)))  # any unwritten element fails
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
-    gpulib.validate(C, T.reference(A, B), scale=scale, name="tensor cores")  # fp32 rounding only
+    gpulib.validate(C, tc_gemm.reference(A, B), scale=scale, name="tensor cores")  # fp32 rounding only
 
 
 def test_fp16_rounding_of_the_operands_is_what_differs_from_fp32(rng):
     A = rng.standard_normal((32, 64)).astype(np.float32)
     B = rng.standard_normal((64, 16)).astype(np.float32)
     exact = A.astype(np.float64) @ B
-    err = np.abs(T.matmul_tc(A, B).copy_to_host() - exact).max() / np.abs(exact).max()
+    err = np.abs(tc_gemm.matmul_tc(A, B).copy_to_host() - exact).max() / np.abs(exact).max()
     assert 1e-5 < err < 1e-2  # fp16 has an 11-bit significand: about 3 decimal digits
 
 
 def test_mismatched_shapes_are_a_value_error():
     with pytest.raises(ValueError, match="inner dimensions do not match"):
-        T.matmul_tc(np.ones((16, 8), np.float32), np.ones((16, 8), np.float32))
+        tc_gemm.matmul_tc(np.ones((16, 8), np.float32), np.ones((16, 8), np.float32))
     with pytest.raises(ValueError, match="unknown version .v9.; choose one of"):
-        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version="v9")
+        tc_gemm.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version="v9")
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
@@ -44,12 +44,12 @@ def test_mismatched_shapes_are_a_value_error():
 @given(case=conv_cases())
 def test_tensor_core_conv_is_the_fp16_convolution(version, case):
     from gpulib import reference as ref
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     X, W, b = make(case)
     p, s = case["padding"], case["stride"]
-    want = TC.reference(X, W, b, p, s)
-    Y = TC.conv2d_tc(X, W, b, p, s, out=gpulib.poisoned(want.shape), version=version)
+    want = tc_conv.reference(X, W, b, p, s)
+    Y = tc_conv.conv2d_tc(X, W, b, p, s, out=gpulib.poisoned(want.shape), version=version)
     gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, p, s).max(), name=f"tensor-core conv {version}")
 
 
@@ -57,21 +57,21 @@ def test_nhwc_conv_kernel_writes_every_output_over_several_blocks_and_steps(rng)
     """Version 2's own NHWC output (poisoned), 2 blocks of pixels x 2 of filters, R·S·C = 5·5·8 =
     200 = 6.25 steps of 32, C = 5 padded to 8, K = 70 padded to 80, stride 2."""
     from gpulib import reference as ref
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     X = rng.standard_normal((2, 5, 21, 17)).astype(np.float32)
     W = rng.standard_normal((70, 5, 5, 5)).astype(np.float32)
     b = rng.standard_normal(70).astype(np.float32)
-    want = TC.reference(X, W, b, 2, 2)
+    want = tc_conv.reference(X, W, b, 2, 2)
     N, K, Ho, Wo = want.shape
-    operands = TC.prepare(X, W, b, 2, 2, version="v2")
+    operands = tc_conv.prepare(X, W, b, 2, 2, version="v2")
     X2, Wt, bias_rows = operands.X, operands.W, operands.bias
     assert X2.shape == (2 * 21 * 17, 8) and Wt.shape == (5 * 5 * 8, 80) and bias_rows.shape == (16, 128)
     assert N * Ho * Wo == 198 and operands.out_shape == (208, 80)  # 198 pixels rounded up to 16
     with pytest.raises(ValueError, match=r"Y must be a float32 device array of shape \[208, 80\] for v2"):
-        TC.launch(operands, gpulib.poisoned((N * Ho * Wo, 80)))
+        tc_conv.launch(operands, gpulib.poisoned((N * Ho * Wo, 80)))
     Yn = gpulib.poisoned((208, 80))
-    TC.launch(operands, Yn)
+    tc_conv.launch(operands, Yn)
     Yn = Yn.copy_to_host()[:N * Ho * Wo]
     assert np.all(Yn[:, K:] == 0)  # the padded filters: zero weights, zero bias
     got = Yn[:, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
@@ -81,12 +81,12 @@ def test_nhwc_conv_kernel_writes_every_output_over_several_blocks_and_steps(rng)
 def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
     """Version 2's operands and output conversion, made on the device, against the same
     layouts built with NumPy: fp16 values, channels and filters padded with zeros."""
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     X = rng.standard_normal((2, 5, 4, 3)).astype(np.float32)  # C = 5 -> 8
     W = rng.standard_normal((6, 5, 3, 2)).astype(np.float32)  # K = 6 -> 16
     b = rng.standard_normal(6).astype(np.float32)
-    operands = TC.prepare(X, W, b, version="v2")
+    operands = tc_conv.prepare(X, W, b, version="v2")
     X2, Wt, bias_rows = operands.X, operands.W, operands.bias
     want_X = np.zeros((2, 4, 3, 8), np.float16)
     want_X[..., :5] = X.transpose(0, 2, 3, 1)
@@ -99,16 +99,16 @@ def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
     np.testing.assert_array_equal(bias_rows.copy_to_host(), want_b)
     Yn = rng.standard_normal((32, 16)).astype(np.float32)  # 2·4·3 = 24 pixel rows, padded to 32
     Y = gpulib.poisoned((2, 6, 4, 3))
-    TC.nhwc_rows_to_nchw_kernel[1, 256](gpulib.env.cuda.to_device(Yn), Y)
-    np.testing.assert_array_equal(Y.copy_to_host(), TC.to_nchw(Yn, (2, 6, 4, 3)))
-    np.testing.assert_array_equal(TC.fp16_copy(X).copy_to_host(), X.astype(np.float16))
+    tc_conv.nhwc_rows_to_nchw_kernel[1, 256](gpulib.env.cuda.to_device(Yn), Y)
+    np.testing.assert_array_equal(Y.copy_to_host(), tc_conv.to_nchw(Yn, (2, 6, 4, 3)))
+    np.testing.assert_array_equal(tc_conv.fp16_copy(X).copy_to_host(), X.astype(np.float16))
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
 def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypatch):
     from gpulib import arrays
     from gpulib import reference as ref
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     def no_host(*args, **kwargs):
         raise AssertionError("a copy to the host inside conv2d_tc")
@@ -117,27 +117,27 @@ def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypa
     W = rng.standard_normal((6, 5, 3, 3)).astype(np.float32)
     b = rng.standard_normal(6).astype(np.float32)
     X_dev, W_dev, b_dev = (gpulib.env.cuda.to_device(a) for a in (X, W, b))
-    monkeypatch.setattr(TC, "to_host", no_host)
+    monkeypatch.setattr(tc_conv, "to_host", no_host)
     monkeypatch.setattr(arrays, "to_host", no_host)
-    Y = TC.conv2d_tc(X_dev, W_dev, b_dev, 1, 1, out=gpulib.poisoned((2, 6, 6, 7)), version=version)
+    Y = tc_conv.conv2d_tc(X_dev, W_dev, b_dev, 1, 1, out=gpulib.poisoned((2, 6, 6, 7)), version=version)
     monkeypatch.undo()
-    gpulib.validate(Y, TC.reference(X, W, b, 1, 1), scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(),
+    gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1), scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(),
                     name=f"tensor-core conv {version}")
 
 
 def test_unknown_conv_version_is_a_value_error():
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4.\), not .v7."):
-        TC.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
+        tc_conv.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
 
 
 def test_the_kernel_uses_tensor_core_instructions():
     if not gpulib.on_gpu():
         pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
-    for version in T.VERSIONS:
-        T.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version=version)
-        sass = "\n".join(getattr(T, f"tc_gemm_{version}_kernel").inspect_sass().values())
+    for version in tc_gemm.VERSIONS:
+        tc_gemm.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version=version)
+        sass = "\n".join(getattr(tc_gemm, f"tc_gemm_{version}_kernel").inspect_sass().values())
         assert "HMMA" in sass, version
         if version in ("v2", "v3", "v4"):  # fragments from shared memory: ldmatrix
             assert "LDSM" in sass, version
@@ -165,8 +165,8 @@ def test_tensor_core_gemm_over_several_blocks_and_steps(version, rng):
     A = rng.standard_normal((200, 40)).astype(np.float32)
     B = rng.standard_normal((40, 100)).astype(np.float32)
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
-    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((200, 100)))
-    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version}")
+    C = tc_gemm.matmul_tc(A, B, version=version, out=gpulib.poisoned((200, 100)))
+    gpulib.validate(C, tc_gemm.reference(A, B), scale=scale, name=f"tensor-core GEMM {version}")
 
 
 # ---- the fragment layout of mma.m16n8k16 (16.5's diagram)
@@ -229,14 +229,14 @@ def test_every_conv_version_takes_prepared_operands_the_same_way(rng, version):
     """One convention: operands = prepare(X, W, b, padding, stride, version=...), then
     launch(operands, Y) with Y of operands.out_shape (poisoned: every element must be written)."""
     from gpulib import reference as ref
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     X = rng.standard_normal((2, 5, 9, 8)).astype(np.float32)
     W = rng.standard_normal((20, 5, 3, 3)).astype(np.float32)
     b = rng.standard_normal(20).astype(np.float32)
-    operands = TC.prepare(X, W, b, 1, 1, version=version)
+    operands = tc_conv.prepare(X, W, b, 1, 1, version=version)
     Y = gpulib.poisoned(operands.out_shape)
-    TC.launch(operands, Y)
-    want = TC.reference(X, W, b, 1, 1)
-    got = Y if version == "v1" else TC.to_nchw(Y, want.shape)
+    tc_conv.launch(operands, Y)
+    want = tc_conv.reference(X, W, b, 1, 1)
+    got = Y if version == "v1" else tc_conv.to_nchw(Y, want.shape)
     gpulib.validate(got, want, scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name=f"conv {version}")

@@ -8,7 +8,7 @@ from numba import float32
 
 import gpulib
 from gpulib.env import cuda
-from gpulib.gemm import tensorcore as T
+from gpulib.gemm import tensorcore as tc_gemm
 from gpulib.tensorcore import smem_layout, wgmma
 
 
@@ -79,25 +79,25 @@ def _check_v5(rng, M, N, K, config, version="v5"):
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
     A16, Bt16 = A.astype(np.float16), np.ascontiguousarray(B.astype(np.float16).T)
     C = gpulib.poisoned((M, N))  # any unwritten element fails
-    T.launch(cuda.to_device(A16), cuda.to_device(Bt16), C, version=version, config=config)
-    gpulib.validate(C, T.reference(A, B), scale=scale, name=f"tensor-core GEMM {version} ({config})")
+    tc_gemm.launch(cuda.to_device(A16), cuda.to_device(Bt16), C, version=version, config=config)
+    gpulib.validate(C, tc_gemm.reference(A, B), scale=scale, name=f"tensor-core GEMM {version} ({config})")
 
 
 def test_v5_runs_more_steps_than_its_ring_has_buffers(rng):
     """K = 328: five full 64-deep tiles and a ragged sixth through a ring of 4 buffers (each is
     refilled); M = 70 and N = 40 leave most of the block tile outside C."""
-    _check_v5(rng, 70, 40, 328, T.V5_DEFAULT)
+    _check_v5(rng, 70, 40, 328, tc_gemm.V5_DEFAULT)
 
 
 def test_v5_over_several_blocks(rng):
     """2 x 2 blocks, ragged in both directions, two steps: a swapped block axis or a lost step
     leaves poisoned or wrong elements."""
-    _check_v5(rng, 130, 140, 72, T.V5_DEFAULT)
+    _check_v5(rng, 130, 140, 72, tc_gemm.V5_DEFAULT)
 
 
-@pytest.mark.parametrize("config", [c for c in T.V5_CONFIGS if c != T.V5_DEFAULT])
+@pytest.mark.parametrize("config", [c for c in tc_gemm.V5_CONFIGS if c != tc_gemm.V5_DEFAULT])
 def test_every_v5_config_over_two_blocks_of_columns(rng, config):
-    _check_v5(rng, 70, 2 * T.V5_CONFIGS[config][0] - 20, 72, config)
+    _check_v5(rng, 70, 2 * tc_gemm.V5_CONFIGS[config][0] - 20, 72, config)
 
 
 def test_v6_runs_its_ring_of_barriers_through_several_phases(rng):
@@ -106,10 +106,10 @@ def test_v6_runs_its_ring_of_barriers_through_several_phases(rng):
     _check_v5(rng, 70, 40, 328, "128x128, 4 stages", "v6")
 
 
-@pytest.mark.parametrize("config", list(T.V6_CONFIGS))
+@pytest.mark.parametrize("config", list(tc_gemm.V6_CONFIGS))
 def test_v6_over_several_blocks(rng, config):
     """2 x 2 blocks of every config (ragged both ways), two 64-deep steps."""
-    _check_v5(rng, 130, 2 * T.V6_CONFIGS[config][0] - 20, 72, config, "v6")
+    _check_v5(rng, 130, 2 * tc_gemm.V6_CONFIGS[config][0] - 20, 72, config, "v6")
 
 
 def test_v7_producer_and_multipliers_meet_only_at_barriers(rng):
@@ -125,38 +125,38 @@ def test_v7_over_several_blocks(rng, config):
     """2 x 2 blocks (ragged both ways), two 64-deep steps: fewer tiles than buffers, so no
     buffer is waited on as empty. With the test above, both tile widths and both ring sizes
     (the configs differ in nothing else the simulator can see: registers are not modelled)."""
-    _check_v5(rng, 130, 2 * T.V7_CONFIGS[config][0] - 20, 72, config, "v7")
+    _check_v5(rng, 130, 2 * tc_gemm.V7_CONFIGS[config][0] - 20, 72, config, "v7")
 
 
 def test_v7_refuses_an_unknown_version_or_config():
     A, Bt = cuda.to_device(np.ones((64, 16), np.uint16)), cuda.to_device(np.ones((32, 16), np.uint16))
     C = cuda.device_array((64, 32), np.float32)
     with pytest.raises(ValueError, match=r"version must be one of \('v1', .*'v7'\), not 'v8'"):
-        T.launch(A, Bt, C, version="v8")
+        tc_gemm.launch(A, Bt, C, version="v8")
     with pytest.raises(ValueError, match=r"config must be one of \('128x256, 3 stages', .*\) for v7, not 'huge'"):
-        T.launch(A, Bt, C, version="v7", config="huge", operands="bf16")
+        tc_gemm.launch(A, Bt, C, version="v7", config="huge", operands="bf16")
 
 
-@pytest.mark.parametrize("version", T.WGMMA_VERSIONS)
+@pytest.mark.parametrize("version", tc_gemm.WGMMA_VERSIONS)
 def test_matmul_tc_v5_and_v6_take_any_shape(rng, version):
     A = rng.standard_normal((33, 21)).astype(np.float32)  # K = 21 padded to 24 with zeros
     B = rng.standard_normal((21, 17)).astype(np.float32)
-    C = T.matmul_tc(A, B, version=version, out=gpulib.poisoned((33, 17)))
+    C = tc_gemm.matmul_tc(A, B, version=version, out=gpulib.poisoned((33, 17)))
     scale = (np.abs(A.astype(np.float16)).astype(np.float64) @ np.abs(B.astype(np.float16))).max()
-    gpulib.validate(C, T.reference(A, B), scale=scale, name="matmul_tc v5")
+    gpulib.validate(C, tc_gemm.reference(A, B), scale=scale, name="matmul_tc v5")
 
 
 def test_v5_refuses_what_it_cannot_take():
     A, Bt = cuda.to_device(np.ones((64, 20), np.float16)), cuda.to_device(np.ones((64, 20), np.float16))
     with pytest.raises(ValueError, match=r"version v5 needs K a multiple of 8 .*got K=20"):
-        T.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
+        tc_gemm.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
     A, Bt = cuda.to_device(np.ones((64, 16), np.float16)), cuda.to_device(np.ones((32, 16), np.float16))
     with pytest.raises(ValueError, match=r"C must be \[M, N\] = \(64, 32\), not \(64, 64\)"):
-        T.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
+        tc_gemm.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
     with pytest.raises(ValueError, match="config must be one of .* for v5, not 'huge'"):
-        T.launch(A, Bt, cuda.device_array((64, 32), np.float32), version="v5", config="huge")
+        tc_gemm.launch(A, Bt, cuda.device_array((64, 32), np.float32), version="v5", config="huge")
     with pytest.raises(ValueError, match="C must be"):
-        T.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v6")
+        tc_gemm.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v6")
 
 
 def test_a_tensor_map_needs_a_2d_fp16_array_of_whole_16_byte_rows():
@@ -213,15 +213,15 @@ def test_operands_in_two_shared_arrays_are_refused_by_the_emulation():
 def test_v5_uses_warpgroup_mma_and_async_copies():
     if not gpulib.on_gpu():
         pytest.skip("needs the GPU: the simulator has no SASS (the emulation is tested above)")
-    for config, (kernel, _) in T.V5_KERNELS.items():
+    for config, (kernel, _) in tc_gemm.V5_KERNELS.items():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config)
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "LDGSTS" in sass, config
-    for config, (kernel, _) in T.V6_KERNELS.items():
+    for config, (kernel, _) in tc_gemm.V6_KERNELS.items():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config, "v6")
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "LDGSTS" not in sass, config
-    for config, (kernel, _) in T.V7_KERNELS.items():
+    for config, (kernel, _) in tc_gemm.V7_KERNELS.items():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config, "v7")
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "USETMAXREG" in sass, config
@@ -232,21 +232,21 @@ def test_wgmma_conv_is_the_fp16_convolution(rng, padding, stride):
     """Conv v3: C = 5 padded to 8, R·S·C8 = 72 or 200 (ragged 64-deep steps, several (r, s) per
     step), K = 70 over two blocks of 64 filters, 2 images; its own NHWC output poisoned."""
     from gpulib import reference as ref
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     R = 3 if stride == 1 else 5
     X = rng.standard_normal((2, 5, 9, 8)).astype(np.float32)
     W = rng.standard_normal((70, 5, R, R)).astype(np.float32)
     b = rng.standard_normal(70).astype(np.float32)
-    want = TC.reference(X, W, b, padding, stride)
-    operands = TC.prepare(X, W, b, padding, stride, version="v3")
+    want = tc_conv.reference(X, W, b, padding, stride)
+    operands = tc_conv.prepare(X, W, b, padding, stride, version="v3")
     N, K, Ho, Wo = want.shape
     Yn = gpulib.poisoned((N * Ho * Wo, K))
-    TC.launch(operands, Yn)
+    tc_conv.launch(operands, Yn)
     scale = ref.conv2d_magnitude(X, W, b, padding, stride).max()
-    gpulib.validate(TC.to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v3")
+    gpulib.validate(tc_conv.to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v3")
     with pytest.raises(ValueError, match=r"Y must be a float32 device array of shape \[\d+, 70\] for v3"):
-        TC.launch(operands, gpulib.poisoned((N * Ho * Wo, K + 1)))
+        tc_conv.launch(operands, gpulib.poisoned((N * Ho * Wo, K + 1)))
 
 
 @pytest.mark.parametrize(
@@ -261,34 +261,34 @@ def test_tma_conv_is_the_fp16_convolution(rng, shape):
     """Conv v4: every tap's box of X moved by (r - padding, s - padding), zeros where it leaves
     the image; its own NHWC output poisoned, so a pixel or filter left unwritten fails."""
     from gpulib import reference as ref
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
     N, C, H, Wd, K, R, padding = shape
     X = rng.standard_normal((N, C, H, Wd)).astype(np.float32)
     W = rng.standard_normal((K, C, R, R)).astype(np.float32)
     b = rng.standard_normal(K).astype(np.float32)
-    want = TC.reference(X, W, b, padding, 1)
-    operands = TC.prepare(X, W, b, padding, 1, version="v4")
+    want = tc_conv.reference(X, W, b, padding, 1)
+    operands = tc_conv.prepare(X, W, b, padding, 1, version="v4")
     Yn = gpulib.poisoned((N * want.shape[2] * want.shape[3], K))
-    TC.launch(operands, Yn)
+    tc_conv.launch(operands, Yn)
     scale = ref.conv2d_magnitude(X, W, b, padding, 1).max()
-    gpulib.validate(TC.to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v4")
+    gpulib.validate(tc_conv.to_nchw(Yn, want.shape), want, scale=scale, name="tensor-core conv v4")
 
 
 def test_tma_conv_patches_and_refusals():
-    from gpulib.conv import tensorcore as TC
+    from gpulib.conv import tensorcore as tc_conv
 
-    assert TC.pixel_tile(56, 56) == (2, 64)  # every width leaves 448 pixels over: the widest
-    assert TC.pixel_tile(20, 40) == (8, 16)  # 3 x 3 patches, 352 pixels over (the fewest)
+    assert tc_conv.pixel_tile(56, 56) == (2, 64)  # every width leaves 448 pixels over: the widest
+    assert tc_conv.pixel_tile(20, 40) == (8, 16)  # 3 x 3 patches, 352 pixels over (the fewest)
     X, W = np.ones((1, 8, 6, 6), np.float32), np.ones((4, 8, 3, 3), np.float32)
     with pytest.raises(ValueError, match="conv v4 .TMA boxes. needs stride 1, not 2"):
-        TC.prepare(X, W, None, 1, 2, version="v4")
-    assert TC.supports(W.shape, 2, version="v4") == "conv v4 (TMA boxes) needs stride 1, not 2"
-    assert TC.supports(W.shape, 1, version="v4") is None and TC.supports(W.shape, 2, version="v1") is None
+        tc_conv.prepare(X, W, None, 1, 2, version="v4")
+    assert tc_conv.supports(W.shape, 2, version="v4") == "conv v4 (TMA boxes) needs stride 1, not 2"
+    assert tc_conv.supports(W.shape, 1, version="v4") is None and tc_conv.supports(W.shape, 2, version="v1") is None
     with pytest.raises(ValueError, match=r"Y must be a float32 device array of shape \[36, 4\] for v4, not .* \[36, 5\]"):
-        TC.launch(TC.prepare(X, W, None, 1, 1, version="v4"), gpulib.poisoned((36, 5)))
+        tc_conv.launch(tc_conv.prepare(X, W, None, 1, 1, version="v4"), gpulib.poisoned((36, 5)))
     with pytest.raises(ValueError, match="operands must come from prepare"):
-        TC.launch((X, W), gpulib.poisoned((36, 4)))
+        tc_conv.launch((X, W), gpulib.poisoned((36, 4)))
 
 
 @pytest.mark.parametrize("stages", [2, 3, 4])
@@ -318,7 +318,7 @@ def test_grouped_tiles_cover_c_once(monkeypatch):
         tiles_m, tiles_n = -(-M // 128), -(-N // 128)
         seen = []
         for block.x in range(tiles_m * tiles_n):
-            seen.append(_python(T.grouped_tile)(M, N, 128, 128))
+            seen.append(_python(tc_gemm.grouped_tile)(M, N, 128, 128))
         assert sorted(seen) == [(128 * i, 128 * j) for i in range(tiles_m) for j in range(tiles_n)]
 
 
@@ -332,38 +332,38 @@ def test_v6_multiplies_bf16_operands(rng):
     A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
     A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
     C = gpulib.poisoned((70, 40))
-    T.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
+    tc_gemm.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
     gpulib.validate(C, A_bf @ Bt_bf.T, scale=(np.abs(A_bf) @ np.abs(Bt_bf).T).max(), name="v6 bf16")
     assert np.abs(C.copy_to_host() - A.astype(np.float64) @ Bt.T.astype(np.float64)).max() > 1e-3  # rounding shows
     with pytest.raises(ValueError, match=r"A \[M, K\] must hold uint16, not float16"):
-        T.launch(cuda.to_device(A.astype(np.float16)), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
+        tc_gemm.launch(cuda.to_device(A.astype(np.float16)), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
     with pytest.raises(ValueError, match=r"operands must be one of \('fp16', 'bf16'\), not 'fp8'"):
-        T.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="fp8")
+        tc_gemm.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="fp8")
 
 
-@pytest.mark.parametrize("version", T.VERSIONS + T.WGMMA_VERSIONS)
+@pytest.mark.parametrize("version", tc_gemm.VERSIONS + tc_gemm.WGMMA_VERSIONS)
 def test_every_version_of_the_ladder_takes_the_same_operands(rng, version):
     """One launcher, one orientation: A [M, K] and Bᵀ [N, K] fp16 on the device for v1 to v7
     (sizes that every version takes: multiples of 16), checked against float64."""
     A = rng.standard_normal((48, 32)).astype(np.float16)
     Bt = rng.standard_normal((64, 32)).astype(np.float16)
     C = gpulib.poisoned((48, 64))
-    T.launch(cuda.to_device(A), cuda.to_device(Bt), C, version=version)
+    tc_gemm.launch(cuda.to_device(A), cuda.to_device(Bt), C, version=version)
     want = A.astype(np.float64) @ Bt.astype(np.float64).T
     gpulib.validate(C, want, scale=(np.abs(A).astype(np.float64) @ np.abs(Bt).astype(np.float64).T).max(),
                     name=f"launch {version}")
 
 
-@pytest.mark.parametrize("version", T.WGMMA_VERSIONS)
+@pytest.mark.parametrize("version", tc_gemm.WGMMA_VERSIONS)
 def test_bf16_runs_in_every_config_of_the_wgmma_versions(rng, version):
     from gpulib import precision
 
     A, Bt = rng.standard_normal((70, 72)).astype(np.float32), rng.standard_normal((40, 72)).astype(np.float32)
     A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
     A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
-    for config in T.CONFIGS[version][0]:
+    for config in tc_gemm.CONFIGS[version][0]:
         C = gpulib.poisoned((70, 40))
-        T.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version=version, config=config, operands="bf16")
+        tc_gemm.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version=version, config=config, operands="bf16")
         gpulib.validate(C, A_bf @ Bt_bf.T, scale=(np.abs(A_bf) @ np.abs(Bt_bf).T).max(), name=f"{version} bf16 {config}")
 
 
@@ -373,8 +373,8 @@ def test_the_launcher_refuses_bad_preconditions_before_any_launch(monkeypatch):
     def no_launch(*args, **kwargs):
         raise AssertionError("launched")
 
-    monkeypatch.setattr(T, "_launch_wmma", no_launch)
-    monkeypatch.setattr(T.wgmma, "launch", no_launch)
+    monkeypatch.setattr(tc_gemm, "_launch_wmma", no_launch)
+    monkeypatch.setattr(tc_gemm.wgmma, "launch", no_launch)
     f16 = lambda *shape: cuda.to_device(np.ones(shape, np.float16))  # noqa: E731
     C = cuda.device_array((32, 32), np.float32)
     cases = [
@@ -393,4 +393,4 @@ def test_the_launcher_refuses_bad_preconditions_before_any_launch(monkeypatch):
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
-            T.launch(kwargs.pop("A"), kwargs.pop("Bt"), kwargs.pop("C"), **kwargs)
+            tc_gemm.launch(kwargs.pop("A"), kwargs.pop("Bt"), kwargs.pop("C"), **kwargs)

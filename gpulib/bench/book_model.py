@@ -35,12 +35,12 @@ import time
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.bench import measure as M
+from gpulib.bench import measure as measuring
 from gpulib.book_layers import LAYER, flop, layer_inputs
 from gpulib.check import poisoned, validate
 from gpulib.cnn.book_model import NO_PROFILER, BookCNN, reference_grads
 from gpulib.conv import autotune, cuda_c
-from gpulib.conv import im2col as I
+from gpulib.conv import im2col as im2col_conv
 from gpulib.data import load_digits
 from gpulib.env import cuda
 from gpulib.mlp.train import train
@@ -50,7 +50,7 @@ from gpulib.playbook.replay import ReplayedStep
 from gpulib.reductions.softmax import softmax_rows
 from gpulib.timing import benchmark
 
-RESULTS = M.RESULTS_DIR / "book_model.json"
+RESULTS = measuring.RESULTS_DIR / "book_model.json"
 CHANNELS = (16, 32)
 TRAIN = dict(epochs=30, batch=64, lr=0.1, seed=0)
 MEMORY_BATCHES = (1024, 4096, 16384)
@@ -153,7 +153,7 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
 
 
 def measure_limits(repeat: int = 10) -> dict:
-    torch, _ = M.torch_modules()
+    torch, _ = measuring.torch_modules()
     device = cuda.get_current_device()
     sms = device.MULTIPROCESSOR_COUNT
     threads, iterations = sms * 2048 * 4, 4096
@@ -182,7 +182,7 @@ def measure_limits(repeat: int = 10) -> dict:
         A = B = None  # freed now (the timed lambdas hold them otherwise)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.cuda.empty_cache()
-    name = M.header(repeat)["device"]
+    name = measuring.header(repeat)["device"]
     return dict(
         datasheet=roofline.datasheet(name),
         measured=dict(
@@ -241,14 +241,14 @@ def measure_memory(batches=MEMORY_BATCHES, configs=MEMORY_CONFIGS) -> list[dict]
 # ------------------------------------------------------------------ playbook (PyTorch)
 def _wall_and_events(run, repeat: int = 50):
     """(median wall ms from launch to synchronize, median CUDA-event ms) of ``run``."""
-    torch, _ = M.torch_modules()
+    torch, _ = measuring.torch_modules()
     wall = median_wall_ms(run, repeat, warmup=5, synchronize=torch.cuda.synchronize)
     events = benchmark(run, repeat=repeat, flush_l2=False).median_ms
     return wall, events
 
 
 def measure_playbook(repeat: int = 20) -> dict:
-    torch, F = M.torch_modules()
+    torch, F = measuring.torch_modules()
     torch.backends.cudnn.allow_tf32 = True  # PyTorch's default, restored below
     L = LAYER
     X, W, b = layer_inputs(L)
@@ -321,7 +321,7 @@ def measure_playbook(repeat: int = 20) -> dict:
             X_dev, W_dev, b_dev, 1, 1, algorithm="implicit_precomp_gemm", out=Y
         )
         gpulib_run()
-        validate(Y, M.reference_conv(Xn, Wn, bn, layer)[0], scale=M.magnitude(Xn, Wn, bn, layer), name="conv")
+        validate(Y, measuring.reference_conv(Xn, Wn, bn, layer)[0], scale=measuring.magnitude(Xn, Wn, bn, layer), name="conv")
         wall, event = _wall_and_events(gpulib_run)
         launch_rows.append(dict(what="gpulib implicit precomp GEMM", N=n, wall_ms=wall, event_ms=event))
         relu_out = cuda.device_array(Y.shape, np.float32)
@@ -346,13 +346,13 @@ def measure_im2col(repeat: int = 20) -> dict:
     X_dev = cuda.to_device(X)
     rows_total = L["C"] * R * S
     X_col = cuda.device_array((rows_total, L["N"] * L["H"] * L["W"]), np.float32)
-    I.im2col(X_dev, R, S, p, s, out=X_col, version="v1")
+    im2col_conv.im2col(X_dev, R, S, p, s, out=X_col, version="v1")
     v1 = X_col.copy_to_host()
     nbytes = X.nbytes + X_col.size * 4
     runs = {
-        "Numba v1 (sizes at run time)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v1"),
-        "Numba v2 (sizes compiled in)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v2"),
-        "Numba v3 (compiled in, unsigned 32-bit)": lambda Xa, out: I.im2col(Xa, R, S, p, s, out=out, version="v3"),
+        "Numba v1 (sizes at run time)": lambda Xa, out: im2col_conv.im2col(Xa, R, S, p, s, out=out, version="v1"),
+        "Numba v2 (sizes compiled in)": lambda Xa, out: im2col_conv.im2col(Xa, R, S, p, s, out=out, version="v2"),
+        "Numba v3 (compiled in, unsigned 32-bit)": lambda Xa, out: im2col_conv.im2col(Xa, R, S, p, s, out=out, version="v3"),
         "CUDA C, sizes at run time": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out),
         "CUDA C, sizes as template constants": lambda Xa, out: cuda_c.im2col_c(Xa, R, S, p, s, out=out, fixed_sizes=True),
     }
@@ -378,8 +378,8 @@ def measure_cuda_c(repeat: int = 10) -> dict:
 
     L = LAYER
     X, W, b = layer_inputs(L)
-    want, _ = M.reference_conv(X, W, b, L)
-    scale = M.magnitude(X, W, b, L)
+    want, _ = measuring.reference_conv(X, W, b, L)
+    scale = measuring.magnitude(X, W, b, L)
     X_dev, W_dev, b_dev = cuda.to_device(X), cuda.to_device(W), cuda.to_device(b)
     rows = []
     for name, run in (
@@ -387,7 +387,8 @@ def measure_cuda_c(repeat: int = 10) -> dict:
         ("CUDA C direct (one thread per output)", lambda out: cuda_c.conv2d_direct_c(X_dev, W_dev, b_dev, 1, 1, out=out)),
     ):
         Y = poisoned(want.shape)
-        rows.append(M.checked_row(name, lambda run=run, Y=Y: run(Y), want, out=Y, flop=flop(L), scale=scale, repeat=repeat))
+        rows.append(measuring.checked_row(name, lambda run=run, Y=Y: run(Y), want, out=Y, flop=flop(L), scale=scale,
+                                          repeat=repeat))
     return dict(layer=L, rows=rows)
 
 
@@ -431,7 +432,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     from the same weights on the same batch. First the two steps' losses and gradients are
     compared, then each step's wall time is measured (median of ``repeat``): forward, backward,
     the SGD update and the loss copied to the host, as the book's training loop does."""
-    torch, F = M.torch_fp32_cudnn()
+    torch, F = measuring.torch_fp32_cudnn()
     model = BookCNN(channels=CHANNELS)
     X, y = _images(batch)
     X_dev, y_dev = cuda.to_device(X), cuda.to_device(y)
@@ -553,12 +554,12 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         raise RuntimeError(f"{part}: {results['failed'][part]}")
     if not isinstance(results[part], dict):
         raise ValueError(f"part {part!r} is measured with the others; run the whole benchmark")
-    return dict(results[part], measured=M.header(repeat))
+    return dict(results[part], measured=measuring.header(repeat))
 
 
 def measure(repeat: int = 20, progress=print, parts=PARTS) -> dict:
-    M.require_gpu()
-    results = dict(M.header(repeat))
+    measuring.require_gpu()
+    results = dict(measuring.header(repeat))
     if "training" in parts:
         progress("training ...")
         results["training"] = measure_training(progress)
@@ -585,11 +586,11 @@ def measure(repeat: int = 20, progress=print, parts=PARTS) -> dict:
 
 
 def load(path=RESULTS) -> dict:
-    return M.load(path)
+    return measuring.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    M.save(results, path)
+    measuring.save(results, path)
 
 
 def table(results: dict) -> str:

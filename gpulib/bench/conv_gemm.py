@@ -24,7 +24,7 @@ import numpy as np
 
 from gpulib import reference as ref
 from gpulib.arrays import to_host
-from gpulib.bench import measure as M
+from gpulib.bench import measure as measuring
 from gpulib.book_layers import LAYER, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv.direct import conv2d_direct
@@ -34,7 +34,7 @@ from gpulib.env import cuda
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.gemm import matmul
 
-RESULTS = M.RESULTS_DIR / "conv_gemm.json"
+RESULTS = measuring.RESULTS_DIR / "conv_gemm.json"
 GEMM_SIZE = 4096
 # version 3 tile shapes tried on the GPU; the first is gemm.kernels.V3, the default
 _P = dict(PREFETCH=True)
@@ -84,17 +84,17 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shap
         out = poisoned((size, size))
         run = lambda: matmul(A_dev, B_dev, version=version, out=out, shape=shape)  # noqa: E731
         reps = 3 if version == "v1" else repeat  # version 1 takes a fifth of a second a run
-        rows.append(M.checked_row(name, run, want, out=out, flop=2.0 * size**3, scale=scale, repeat=reps,
+        rows.append(measuring.checked_row(name, run, want, out=out, flop=2.0 * size**3, scale=scale, repeat=reps,
                                   kind=version, tile=shape))
-    return M.with_ratio(rows, rows[-1]["ms"])
+    return measuring.with_ratio(rows, rows[-1]["ms"])
 
 
 def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tuple[list[dict], str]:
     """Every way of computing the layer, checked against float64 and timed; plus cuDNN."""
     L = layer
     X, W, b = layer_inputs(L)
-    want, ref_name = M.reference_conv(X, W, b, L)
-    scale = M.magnitude(X, W, b, L)
+    want, ref_name = measuring.reference_conv(X, W, b, L)
+    scale = measuring.magnitude(X, W, b, L)
     X_dev, W_dev, b_dev = (cuda.to_device(a) for a in (X, W, b))
     p, s, R, S, K = L["padding"], L["stride"], L["R"], L["S"], L["K"]
     total = flop(L)
@@ -102,21 +102,21 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
 
     # im2col alone (its first 4096 columns checked), then the GEMM alone on its output
     X_col = cuda.device_array((L["C"] * R * S, want.shape[0] * want.shape[2] * want.shape[3]), np.float32)
-    rows.append(M.checked_row("im2col alone", lambda: im2col(X_dev, R, S, p, s, out=X_col),
+    rows.append(measuring.checked_row("im2col alone", lambda: im2col(X_dev, R, S, p, s, out=X_col),
                               ref.im2col(X[:2], R, S, p, s)[:, :4096], view=lambda Xc: to_host(Xc)[:, :4096],
                               repeat=repeat, kind="im2col", bytes=X_col.nbytes))
     W_mat = W_dev.reshape(K, W[0].size)
     Y_mat = cuda.device_array((K, X_col.shape[1]), np.float32)
     want_mat = (want - b.reshape(1, K, 1, 1)).transpose(1, 0, 2, 3).reshape(K, -1)  # Y_mat = W_mat · X_col
     for version, label in (("library", "cuBLAS"), ("v3", "gpulib gemm v3"), ("v2", "gpulib gemm v2")):
-        rows.append(M.checked_row(f"GEMM alone: {label} on X_col",
+        rows.append(measuring.checked_row(f"GEMM alone: {label} on X_col",
                                   lambda: matmul(W_mat, X_col, version=version, out=Y_mat), want_mat,
                                   flop=total, scale=scale, repeat=repeat, kind="gemm"))
     X_col = Y_mat = None  # freed now (the timed lambdas hold them otherwise)
 
     def add(name, kind, conv, **options):
         out = poisoned(want.shape)
-        rows.append(M.checked_row(name, lambda: conv(X_dev, W_dev, b_dev, p, s, out=out, **options), want, out=out,
+        rows.append(measuring.checked_row(name, lambda: conv(X_dev, W_dev, b_dev, p, s, out=out, **options), want, out=out,
                                   flop=total, scale=scale, repeat=repeat, kind=kind))
 
     add("im2col + cuBLAS", "im2col+gemm", conv2d_im2col, gemm="library")
@@ -126,9 +126,9 @@ def measure_layer(layer=LAYER, repeat: int = 20, shapes=IMPLICIT_SHAPES) -> tupl
         add(f"implicit precomp GEMM ({_shape_name(tile)})", "implicit", conv2d_implicit_precomp_gemm, tile=tile)
         rows[-1].update(tile=tile)
     add("direct v2, 16 channels/block (16.3)", "direct", conv2d_direct, version="v2")
-    library, run = M.cudnn_conv(X_dev, W_dev, b_dev, L)
-    rows.append(M.checked_row(library, run, want, flop=total, scale=scale, repeat=repeat, kind="cudnn"))
-    return M.with_ratio(rows, rows[-1]["ms"]), ref_name
+    library, run = measuring.cudnn_conv(X_dev, W_dev, b_dev, L)
+    rows.append(measuring.checked_row(library, run, want, flop=total, scale=scale, repeat=repeat, kind="cudnn"))
+    return measuring.with_ratio(rows, rows[-1]["ms"]), ref_name
 
 
 def _free_bytes() -> int:
@@ -184,9 +184,9 @@ def kernel_report() -> list[dict]:
             A = cuda.to_device(np.ones((8, 8), np.float32))
             api.matmul(A, A, version=version, shape=tile)
         threads = math.prod(gemm_kernels.block_threads(tile))
-        row = dict(version=version, tile=_shape_name(tile), **M.kernel_resources(kernel, threads))
+        row = dict(version=version, tile=_shape_name(tile), **measuring.kernel_resources(kernel, threads))
         try:
-            row["sass"] = M.sass_mix(kernel)
+            row["sass"] = measuring.sass_mix(kernel)
         except Exception as err:  # no nvdisasm: the resources still count
             row["sass_error"] = f"{type(err).__name__}: {err}"
         rows.append(row)
@@ -213,14 +213,14 @@ def measure_part(part: str, repeat: int = 20) -> dict:
     its own device and date, since the stored results around it may come from another run."""
     if part not in PARTS:
         raise ValueError(f"unknown part {part!r}; choose one of {PARTS}")
-    M.require_gpu()
-    return dict(_measure_one(part, repeat), measured=M.header(repeat))
+    measuring.require_gpu()
+    return dict(_measure_one(part, repeat), measured=measuring.header(repeat))
 
 
 def measure(repeat: int = 20, progress=print) -> dict:
     """All three parts; GPU only."""
-    M.require_gpu()
-    results = dict(M.header(repeat))
+    measuring.require_gpu()
+    results = dict(measuring.header(repeat))
     for part, what in zip(PARTS, ("GEMM ladder", "layer", "memory")):
         progress(f"{what} ...")
         results[part] = _measure_one(part, repeat)
@@ -228,11 +228,11 @@ def measure(repeat: int = 20, progress=print) -> dict:
 
 
 def load(path=RESULTS) -> dict:
-    return M.load(path)
+    return measuring.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    M.save(results, path)
+    measuring.save(results, path)
 
 
 def table(results: dict) -> str:
@@ -240,13 +240,13 @@ def table(results: dict) -> str:
     g, lay = results["gemm"], results["layer"]
     lines = [f"{results['device']}, {results['date']}, {results['timing']}",
              f"GEMM {g['size']}^3 fp32 ({g['gflop']:.0f} GFLOP)"]
-    lines += M.rows_table(g["rows"], "cuBLAS", width=64)
+    lines += measuring.rows_table(g["rows"], "cuBLAS", width=64)
     for k in g.get("kernels", []):
         mix = ", ".join(f"{op} {n}" for op, n in k.get("sass", {}).items()) or k.get("sass_error", "")
         lines.append(f"  {k['version']} {k['tile']}: {k['registers']} registers, {k['blocks_per_sm']} blocks/SM; "
                      f"SASS: {mix}")
     lines += [f"Layer {lay['layer']} ({lay['gflop']:.2f} GFLOP), checked against {lay['reference']}"]
-    lines += M.rows_table(lay["rows"], "cuDNN", width=64)
+    lines += measuring.rows_table(lay["rows"], "cuDNN", width=64)
     lines += ["Memory (MB = 10^6 bytes; X_col measured as the drop in free device memory)",
               f"  {'sweep':<7} {'R':>2} {'N':>3} {'method':<9} {'X MB':>8} {'X_col MB':>9} {'measured MB':>12}"]
     for r in results["memory"]["rows"]:

@@ -35,17 +35,17 @@ import numpy as np
 
 from gpulib.arrays import blocks
 from gpulib.bench import cudnn_engines
-from gpulib.bench import measure as M
+from gpulib.bench import measure as measuring
 from gpulib.book_layers import LAYER, LAYERS, flop, layer_inputs
 from gpulib.check import poisoned
 from gpulib.conv import autotune
-from gpulib.conv import tensorcore as TC
+from gpulib.conv import tensorcore as tc_conv
 from gpulib.env import cuda
-from gpulib.gemm import tensorcore as TG
+from gpulib.gemm import tensorcore as tc_gemm
 from gpulib.gemm.kernels import block_threads
 from gpulib.timing import benchmark
 
-RESULTS = M.RESULTS_DIR / "cudnn_tensorcore.json"
+RESULTS = measuring.RESULTS_DIR / "cudnn_tensorcore.json"
 GEMM_SIZE = 4096
 # the precision part: each format's largest error allowed, relative to the result's largest value
 PRECISION_RTOL = dict(fp32=1e-5, tf32=2e-3, fp16=3e-3, bf16=3e-2)
@@ -65,36 +65,36 @@ def measure_tensor_cores(repeat: int = 20) -> dict:
     gemm_flop = 2.0 * S**3
     A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(np.ascontiguousarray(B.T))  # the ladder's operands: A, Bᵀ
     gemm_rows = []
-    for version in TG.VERSIONS:  # the launcher's time: Bᵀ transposed to the [K, N] these versions read, then the GEMM
+    for version in tc_gemm.VERSIONS:  # the launcher's time: Bᵀ transposed to the [K, N] these versions read, then the GEMM
         C = poisoned((S, S))  # any element left unwritten fails the check
-        gemm_rows.append(M.checked_row(f"gpulib tensor-core GEMM {version}",
-                                       lambda: TG.launch(A_dev, Bt_dev, C, version=version),
+        gemm_rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {version}",
+                                       lambda: tc_gemm.launch(A_dev, Bt_dev, C, version=version),
                                        want, out=C, flop=gemm_flop, scale=scale, repeat=repeat))
     cC = cupy.empty((S, S), cupy.float16)
-    gemm_rows.append(M.checked_row("cuBLAS fp16 (CuPy)", lambda: cupy.matmul(cA, cB, out=cC), want, flop=gemm_flop,
+    gemm_rows.append(measuring.checked_row("cuBLAS fp16 (CuPy)", lambda: cupy.matmul(cA, cB, out=cC), want, flop=gemm_flop,
                                    scale=scale, rtol=2e-3, repeat=repeat))
 
     L = LAYER
     X, W, b = layer_inputs(L)
     as16 = lambda a: a.astype(np.float16).astype(np.float32)  # noqa: E731  (what the tensor cores see)
-    want, _ = M.reference_conv(as16(X), as16(W), b, L)
-    scale = M.magnitude(X, W, b, L)
+    want, _ = measuring.reference_conv(as16(X), as16(W), b, L)
+    scale = measuring.magnitude(X, W, b, L)
     conv_flop = flop(L)
     conv_rows = []
     for version, name in (("v1", "gpulib tensor-core conv v1 (NCHW, fp16)"),
                           ("v2", "gpulib tensor-core conv v2 (NHWC, async copies, fp16)"),
                           ("v3", "gpulib tensor-core conv v3 (NHWC, wgmma, fp16)")):
         # the layout conversion outside the timing, as for cuDNN; any output element left unwritten fails
-        operands = TC.prepare(X, W, b, L["padding"], L["stride"], version=version)
+        operands = tc_conv.prepare(X, W, b, L["padding"], L["stride"], version=version)
         Y = poisoned(operands.out_shape)
-        conv_rows.append(M.checked_row(name, lambda: TC.launch(operands, Y), want, out=Y,
-                                       view=None if version == "v1" else lambda Y: TC.to_nchw(Y, want.shape),
+        conv_rows.append(measuring.checked_row(name, lambda: tc_conv.launch(operands, Y), want, out=Y,
+                                       view=None if version == "v1" else lambda Y: tc_conv.to_nchw(Y, want.shape),
                                        flop=conv_flop, scale=scale, repeat=repeat))
         operands = Y = None  # freed now (the timed lambdas hold them otherwise)
-    library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
-    conv_rows.append(M.checked_row(library, run, want, flop=conv_flop, scale=scale, rtol=3e-3, repeat=repeat))
-    return dict(gemm=dict(size=S, library=gemm_rows[-1]["name"], rows=M.with_ratio(gemm_rows, gemm_rows[-1]["ms"])),
-                conv=dict(layer=L, library=library, rows=M.with_ratio(conv_rows, conv_rows[-1]["ms"])))
+    library, run = measuring.cudnn_conv(X, W, b, L, precision="fp16")
+    conv_rows.append(measuring.checked_row(library, run, want, flop=conv_flop, scale=scale, rtol=3e-3, repeat=repeat))
+    return dict(gemm=dict(size=S, library=gemm_rows[-1]["name"], rows=measuring.with_ratio(gemm_rows, gemm_rows[-1]["ms"])),
+                conv=dict(layer=L, library=library, rows=measuring.with_ratio(conv_rows, conv_rows[-1]["ms"])))
 
 
 def measure_autotune(layers=LAYERS, repeat: int = 10) -> list[dict]:
@@ -104,13 +104,13 @@ def measure_autotune(layers=LAYERS, repeat: int = 10) -> list[dict]:
     out = []
     for title, L in layers.items():
         X, W, b = layer_inputs(L)
-        want, _ = M.reference_conv(X, W, b, L)
-        scale = M.magnitude(X, W, b, L)
+        want, _ = measuring.reference_conv(X, W, b, L)
+        scale = measuring.magnitude(X, W, b, L)
         ranking = autotune.find_algorithms(X, W, b, L["padding"], L["stride"], timer=timer, reference=want,
                                            scale=scale)
-        name, run = M.cudnn_conv(X, W, b, L)
-        library = M.checked_row(name, run, want, flop=flop(L), scale=scale, repeat=repeat)
-        rows = M.with_ratio([vars(r) for r in ranking], library["ms"])
+        name, run = measuring.cudnn_conv(X, W, b, L)
+        library = measuring.checked_row(name, run, want, flop=flop(L), scale=scale, repeat=repeat)
+        rows = measuring.with_ratio([vars(r) for r in ranking], library["ms"])
         out.append(dict(title=title, layer=L, gflop=flop(L) / 1e9, library=library, ranking=rows))
     return out
 
@@ -129,7 +129,7 @@ def measure_cudnn_engines(repeat: int = 10) -> dict:
 def measure_precision(repeat: int = 20) -> list[dict]:
     """One GEMM (4096³) and the 16.3 conv in fp32, TF32, fp16, bf16 through PyTorch: each checked
     against float64 with its format's tolerance, then timed."""
-    torch, F = M.torch_modules()
+    torch, F = measuring.torch_modules()
     rng = np.random.default_rng(5)
     A = torch.as_tensor(rng.standard_normal((GEMM_SIZE, GEMM_SIZE)), device="cuda")
     B = torch.as_tensor(rng.standard_normal((GEMM_SIZE, GEMM_SIZE)), device="cuda")
@@ -143,12 +143,12 @@ def measure_precision(repeat: int = 20) -> list[dict]:
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
         a, bb = A.to(dtype), B.to(dtype)
-        rows.append(M.checked_row(f"GEMM {GEMM_SIZE}^3 {fmt}", lambda: a @ bb, exact_gemm, flop=2.0 * GEMM_SIZE**3,
+        rows.append(measuring.checked_row(f"GEMM {GEMM_SIZE}^3 {fmt}", lambda: a @ bb, exact_gemm, flop=2.0 * GEMM_SIZE**3,
                                   rtol=PRECISION_RTOL[fmt], repeat=repeat, op=f"GEMM {GEMM_SIZE}^3", format=fmt))
         x, w, bias = X.to(dtype), W.to(dtype), b.to(dtype)
         if dtype != torch.float32:
             x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
-        rows.append(M.checked_row(f"conv {fmt}", lambda: F.conv2d(x, w, bias, padding=L["padding"], stride=L["stride"]),
+        rows.append(measuring.checked_row(f"conv {fmt}", lambda: F.conv2d(x, w, bias, padding=L["padding"], stride=L["stride"]),
                                   exact_conv, flop=flop(L), rtol=PRECISION_RTOL[fmt], repeat=repeat,
                                   op="conv 3x3 (16.3 layer)", format=fmt))
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -164,37 +164,37 @@ def measure_resources(repeat: int = 20) -> dict:
 
     S = 256  # small operands of the benchmark's types: the compiled code is the same
     A16, B16 = (cuda.to_device(np.ones((S, S), np.float16)) for _ in range(2))
-    for version in TG.VERSIONS:
-        TG.launch(A16, B16, cuda.device_array((S, S), np.float32), version=version)
-    threads = dict(v1=32 * TG.WARPS, v2=TG.V2_THREADS, v3=TG.V3_THREADS, v4=TG.V3_THREADS)
-    kernels = {f"tensor-core GEMM {v}": M.kernel_resources(getattr(TG, f"tc_gemm_{v}_kernel"), threads[v])
-               for v in TG.VERSIONS}
+    for version in tc_gemm.VERSIONS:
+        tc_gemm.launch(A16, B16, cuda.device_array((S, S), np.float32), version=version)
+    threads = dict(v1=32 * tc_gemm.WARPS, v2=tc_gemm.V2_THREADS, v3=tc_gemm.V3_THREADS, v4=tc_gemm.V3_THREADS)
+    kernels = {f"tensor-core GEMM {v}": measuring.kernel_resources(getattr(tc_gemm, f"tc_gemm_{v}_kernel"), threads[v])
+               for v in tc_gemm.VERSIONS}
 
     L = LAYER
     X, W, b = layer_inputs(L)
-    want, _ = M.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
-    scale = M.magnitude(X, W, b, L)
-    TC.conv2d_tc(X[:1], W, b, L["padding"], L["stride"], version="v1")
-    kernels["tensor-core conv v1 (NCHW)"] = M.kernel_resources(TC.tc_conv_kernel, TC.THREADS)
-    v2 = TC.prepare(X, W, b, L["padding"], L["stride"], version="v2")
+    want, _ = measuring.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
+    scale = measuring.magnitude(X, W, b, L)
+    tc_conv.conv2d_tc(X[:1], W, b, L["padding"], L["stride"], version="v1")
+    kernels["tensor-core conv v1 (NCHW)"] = measuring.kernel_resources(tc_conv.tc_conv_kernel, tc_conv.THREADS)
+    v2 = tc_conv.prepare(X, W, b, L["padding"], L["stride"], version="v2")
     X2, Wt, bias_rows = v2.X, v2.W, v2.bias
     N, K, Ho, Wo = want.shape
-    grid = (blocks(N * Ho * Wo, TC.V2_BM), blocks(Wt.shape[1], TC.V2_BN))
-    uncapped = TC.tc_conv_nhwc_uncapped_kernel
+    grid = (blocks(N * Ho * Wo, tc_conv.V2_BM), blocks(Wt.shape[1], tc_conv.V2_BN))
+    uncapped = tc_conv.tc_conv_nhwc_uncapped_kernel
     rows = []
-    for name, kernel in (("tensor-core conv v2 (NHWC), max_registers=168", TC.tc_conv_nhwc_kernel),
+    for name, kernel in (("tensor-core conv v2 (NHWC), max_registers=168", tc_conv.tc_conv_nhwc_kernel),
                          ("tensor-core conv v2 (NHWC), no register cap", uncapped)):
         Yn = poisoned(v2.out_shape)
 
         def run(kernel=kernel, Yn=Yn):
-            kernel[grid, TC.V2_THREADS](X2, Wt, bias_rows, Yn, L["H"], L["W"], Ho, Wo, L["S"], L["padding"],
+            kernel[grid, tc_conv.V2_THREADS](X2, Wt, bias_rows, Yn, L["H"], L["W"], Ho, Wo, L["S"], L["padding"],
                                         L["stride"])
 
-        row = M.checked_row(name, run, want, out=Yn, view=lambda Yn: TC.to_nchw(Yn, want.shape),
+        row = measuring.checked_row(name, run, want, out=Yn, view=lambda Yn: tc_conv.to_nchw(Yn, want.shape),
                             flop=flop(L), scale=scale, repeat=repeat)
-        rows.append(dict(row, **M.kernel_resources(kernel, TC.V2_THREADS)))  # compiled by now
+        rows.append(dict(row, **measuring.kernel_resources(kernel, tc_conv.V2_THREADS)))  # compiled by now
     kernels["tensor-core conv v2 (NHWC)"] = {k: rows[0][k] for k in kernels["tensor-core conv v1 (NCHW)"]}
-    return dict(M.header(repeat), kernels=kernels, register_cap=rows)
+    return dict(measuring.header(repeat), kernels=kernels, register_cap=rows)
 
 
 def measure_winograd_f4(repeat: int = 20) -> dict:
@@ -208,8 +208,8 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
 
     L = LAYER
     X, W, b = layer_inputs(L)
-    want, _ = M.reference_conv(X, W, b, L)
-    scale = M.magnitude(X, W, b, L)
+    want, _ = measuring.reference_conv(X, W, b, L)
+    scale = measuring.magnitude(X, W, b, L)
     X_dev, W_dev, b_dev = (cuda.to_device(a) for a in (X, W, b))
     Y = poisoned(want.shape)
 
@@ -232,15 +232,15 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
              "output transform": lambda: plan.outputs(plan.M, b_dev, Y, plan.tiles_y, plan.tiles_x)}
     kernels = [dict(step=step, ms=benchmark(run, repeat=repeat, flush_l2=False).median_ms)
                for step, run in steps.items()]
-    name, cudnn_run = M.cudnn_conv(X, W, b, L)
+    name, cudnn_run = measuring.cudnn_conv(X, W, b, L)
     cudnn_ms = benchmark(cudnn_run, repeat=repeat).median_ms
     precomp_ms = benchmark(lambda: implicit_gemm.conv2d_implicit_precomp_gemm(X_dev, W_dev, b_dev, L["padding"],
                                                                              L["stride"], out=Y), repeat=repeat).median_ms
     products = plan.products.kernel
     threads = math.prod(block_threads(winograd.F4_PRODUCTS))
-    return dict(M.header(repeat), layer=L, rel_err=rel_err, event_ms=event_ms, wall_ms=wall_ms, kernels=kernels,
+    return dict(measuring.header(repeat), layer=L, rel_err=rel_err, event_ms=event_ms, wall_ms=wall_ms, kernels=kernels,
                 cudnn=name, cudnn_ms=cudnn_ms, implicit_precomp_ms=precomp_ms,
-                products_resources=M.kernel_resources(products, threads), products_sass=M.sass_mix(products),
+                products_resources=measuring.kernel_resources(products, threads), products_sass=measuring.sass_mix(products),
                 multiplications=winograd.f4_multiplications(X.shape, W.shape, L["padding"]),
                 direct_multiplications=flop(L) / 2)
 
@@ -268,41 +268,53 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         rows = []
         for version, name in (("v5", "v5 (wgmma, cp.async)"), ("v6", "v6 (wgmma, TMA)"),
                               ("v7", "v7 (wgmma, TMA, producer warpgroup)")):
-            for config in TG.CONFIGS[version][0]:
+            for config in tc_gemm.CONFIGS[version][0]:
                 C = poisoned((S, S))
-                rows.append(M.checked_row(f"gpulib tensor-core GEMM {name}, {config}",
-                                          lambda: TG.launch(A_dev, Bt_dev, C, version=version, config=config), want,
+                rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {name}, {config}",
+                                          lambda: tc_gemm.launch(A_dev, Bt_dev, C, version=version, config=config), want,
                                           out=C, flop=flop,
                                           scale=scale, repeat=repeat))
                 C = None  # freed now (the timed lambdas hold them otherwise)
         cC = cupy.empty((S, S), cupy.float16)
-        rows.append(M.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
+        rows.append(measuring.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
                                   flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
-        entry = dict(size=S, layout="C = A·Bᵀ", library=rows[-1]["name"], rows=M.with_ratio(rows, rows[-1]["ms"]))
+        entry = dict(size=S, layout="C = A·Bᵀ", library=rows[-1]["name"], rows=measuring.with_ratio(rows, rows[-1]["ms"]))
         entry["bf16_rows"] = _bf16_rows(rng, S, repeat)
         if S == sizes[0]:  # the WMMA rung (Bᵀ transposed to the [K, N] it reads, then C = A·B) against cuBLAS's A·B
             cB = cupy.ascontiguousarray(cBt.T)
             C = poisoned((S, S))
-            wmma_rows = [M.checked_row("gpulib tensor-core GEMM v4 (WMMA), C = A·B",
-                                       lambda: TG.launch(A_dev, Bt_dev, C, version="v4"),
+            wmma_rows = [measuring.checked_row("gpulib tensor-core GEMM v4 (WMMA), C = A·B",
+                                       lambda: tc_gemm.launch(A_dev, Bt_dev, C, version="v4"),
                                        want, out=C, flop=flop, scale=scale, repeat=repeat),
-                         M.checked_row("cuBLAS fp16 (CuPy), C = A·B", lambda: cupy.matmul(cA, cB, out=cC), want,
+                         measuring.checked_row("cuBLAS fp16 (CuPy), C = A·B", lambda: cupy.matmul(cA, cB, out=cC), want,
                                        flop=flop, scale=scale, rtol=2e-3, repeat=repeat)]
-            entry["wmma_rows"] = M.with_ratio(wmma_rows, wmma_rows[-1]["ms"])
+            entry["wmma_rows"] = measuring.with_ratio(wmma_rows, wmma_rows[-1]["ms"])
             C = cB = None  # freed now (the timed lambdas hold them otherwise)
         out.append(entry)
         A_dev = Bt_dev = cA = cBt = cC = None  # freed now (the timed lambdas hold them otherwise)
     conv = measure_wgmma_conv(repeat)
-    kernels = {f"{version} {config}": dict(M.kernel_resources(kernel, threads), dynamic_shared_bytes=shared,
-                                           sass=M.sass_mix(kernel, WGMMA_SASS))
-               for version, table, threads in (("v5", TG.V5_KERNELS, TG.V5_THREADS), ("v6", TG.V6_KERNELS, TG.V5_THREADS),
-                                               ("v7", TG.V7_KERNELS, TG.V7_THREADS))
-               for config, (kernel, shared) in table.items()}
-    kernels["conv v3"] = dict(M.kernel_resources(TC.tc_conv_wgmma_kernel, TC.V3_THREADS),
-                              dynamic_shared_bytes=TC.V3_SHARED, sass=M.sass_mix(TC.tc_conv_wgmma_kernel, WGMMA_SASS))
-    kernels["conv v4"] = dict(M.kernel_resources(TC.tc_conv_tma_kernel, TC.V3_THREADS),
-                              dynamic_shared_bytes=TC.V4_SHARED, sass=M.sass_mix(TC.tc_conv_tma_kernel, WGMMA_SASS))
-    return dict(M.header(repeat), sizes=out, kernels=kernels, conv=conv)
+    kernels = {
+        f"{version} {config}": dict(
+            measuring.kernel_resources(kernel, threads), dynamic_shared_bytes=shared, sass=measuring.sass_mix(kernel, WGMMA_SASS)
+        )
+        for version, table, threads in (
+            ("v5", tc_gemm.V5_KERNELS, tc_gemm.V5_THREADS),
+            ("v6", tc_gemm.V6_KERNELS, tc_gemm.V5_THREADS),
+            ("v7", tc_gemm.V7_KERNELS, tc_gemm.V7_THREADS),
+        )
+        for config, (kernel, shared) in table.items()
+    }
+    kernels["conv v3"] = dict(
+        measuring.kernel_resources(tc_conv.tc_conv_wgmma_kernel, tc_conv.V3_THREADS),
+        dynamic_shared_bytes=tc_conv.V3_SHARED,
+        sass=measuring.sass_mix(tc_conv.tc_conv_wgmma_kernel, WGMMA_SASS),
+    )
+    kernels["conv v4"] = dict(
+        measuring.kernel_resources(tc_conv.tc_conv_tma_kernel, tc_conv.V3_THREADS),
+        dynamic_shared_bytes=tc_conv.V4_SHARED,
+        sass=measuring.sass_mix(tc_conv.tc_conv_tma_kernel, WGMMA_SASS),
+    )
+    return dict(measuring.header(repeat), sizes=out, kernels=kernels, conv=conv)
 
 
 def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
@@ -322,18 +334,37 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
     flop = 2.0 * S**3
     A_dev, Bt_dev = cuda.to_device(A_words), cuda.to_device(Bt_words)
     rows = []
-    for version, name, config in (("v6", "v6 (wgmma, TMA)", TG.V6_DEFAULT),
-                                  ("v7", "v7 (wgmma, TMA, producer warpgroup)", TG.V7_DEFAULT)):
+    for version, name, config in (
+        ("v6", "v6 (wgmma, TMA)", tc_gemm.V6_DEFAULT),
+        ("v7", "v7 (wgmma, TMA, producer warpgroup)", tc_gemm.V7_DEFAULT),
+    ):
         C = poisoned((S, S))  # fresh for each kernel: an element left unwritten fails its check
-        rows.append(M.checked_row(f"gpulib tensor-core GEMM {name}, bf16, {config}",
-                                  lambda: TG.launch(A_dev, Bt_dev, C, version=version, operands="bf16"), want,
-                                  out=C, flop=flop, scale=scale, repeat=repeat))
+        rows.append(
+            measuring.checked_row(
+                f"gpulib tensor-core GEMM {name}, bf16, {config}",
+                lambda: tc_gemm.launch(A_dev, Bt_dev, C, version=version, operands="bf16"),
+                want,
+                out=C,
+                flop=flop,
+                scale=scale,
+                repeat=repeat,
+            )
+        )
         C = None  # freed now (the timed lambdas hold them otherwise)
     tA, tBt = (torch.as_tensor(precision.from_bf16_bits(w), device="cuda").to(torch.bfloat16) for w in (A_words, Bt_words))
     out = torch.empty((S, S), device="cuda", dtype=torch.bfloat16)
-    rows.append(M.checked_row("cuBLAS bf16 (PyTorch), C = A·Bᵀ", lambda: torch.matmul(tA, tBt.T, out=out), want, flop=flop,
-                              scale=scale, rtol=1.6e-2, repeat=repeat))
-    return M.with_ratio(rows, rows[-1]["ms"])
+    rows.append(
+        measuring.checked_row(
+            "cuBLAS bf16 (PyTorch), C = A·Bᵀ",
+            lambda: torch.matmul(tA, tBt.T, out=out),
+            want,
+            flop=flop,
+            scale=scale,
+            rtol=1.6e-2,
+            repeat=repeat,
+        )
+    )
+    return measuring.with_ratio(rows, rows[-1]["ms"])
 
 
 def measure_wgmma_conv(repeat: int = 20) -> dict:
@@ -343,85 +374,111 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
     frontend (no bias)."""
     L = LAYER
     X, W, b = layer_inputs(L)
-    want, _ = M.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
-    scale = M.magnitude(X, W, b, L)
+    want, _ = measuring.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
+    scale = measuring.magnitude(X, W, b, L)
     out = {}
     for version, what in (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA")):
-        operands = TC.prepare(X, W, b, L["padding"], L["stride"], version=version)
+        operands = tc_conv.prepare(X, W, b, L["padding"], L["stride"], version=version)
         Y = poisoned(operands.out_shape)  # fresh for each version: an element left unwritten fails
 
         def call():
-            TC.launch(operands, Y)
+            tc_conv.launch(operands, Y)
 
-        row = M.checked_row(f"gpulib tensor-core conv {version} (NHWC, {what}, fp16)", call, want, out=Y,
-                            view=lambda Y: TC.to_nchw(Y, want.shape), flop=flop(L), scale=scale,
-                            repeat=repeat)
-        out.update({f"{version}_ms": row["ms"], f"{version}_graph_ms": M.graph_ms(call, repeat),
-                    f"{version}_rel_err": row["rel_err"]})
+        row = measuring.checked_row(
+            f"gpulib tensor-core conv {version} (NHWC, {what}, fp16)",
+            call,
+            want,
+            out=Y,
+            view=lambda Y: tc_conv.to_nchw(Y, want.shape),
+            flop=flop(L),
+            scale=scale,
+            repeat=repeat,
+        )
+        out.update(
+            {
+                f"{version}_ms": row["ms"],
+                f"{version}_graph_ms": measuring.graph_ms(call, repeat),
+                f"{version}_rel_err": row["rel_err"],
+            }
+        )
         Y = None  # freed now (the timed lambdas hold them otherwise)
-    library, run = M.cudnn_conv(X, W, b, L, precision="fp16")
-    torch_row = M.checked_row(library, run, want, flop=flop(L), scale=scale, rtol=3e-3, repeat=repeat)
+    library, run = measuring.cudnn_conv(X, W, b, L, precision="fp16")
+    torch_row = measuring.checked_row(library, run, want, flop=flop(L), scale=scale, rtol=3e-3, repeat=repeat)
     engines = measure_cudnn_engines(max(5, repeat // 2))
     timed = [r for r in engines["rows"] if r["ms"] is not None]
     best = min(timed, key=lambda r: r["ms"]) if timed else None
-    return dict(layer=L, **out, torch_name=library, torch_ms=torch_row["ms"],
-                cudnn_best=best and dict(name=best["name"], ms=best["ms"]), cudnn_version=engines.get("version", ""))
+    return dict(
+        layer=L,
+        **out,
+        torch_name=library,
+        torch_ms=torch_row["ms"],
+        cudnn_best=best and dict(name=best["name"], ms=best["ms"]),
+        cudnn_version=engines.get("version", ""),
+    )
 
 
 def wgmma_table(r: dict) -> str:
-    lines = [f"Tensor-core GEMM v5 (wgmma) against cuBLAS fp16 ({r['device']}, {r['date']}); gpulib writes fp32, "
-             "cuBLAS fp16"]
+    lines = [f"Tensor-core GEMM v5 (wgmma) against cuBLAS fp16 ({r['device']}, {r['date']}); gpulib writes fp32, cuBLAS fp16"]
     for entry in r["sizes"]:
         lines.append(f"  {entry['size']}^3, {entry['layout']}")
-        lines += M.rows_table(entry["rows"], "cuBLAS", width=58, indent="    ")
+        lines += measuring.rows_table(entry["rows"], "cuBLAS", width=58, indent="    ")
         if "wmma_rows" in entry:
-            lines += M.rows_table(entry["wmma_rows"], "cuBLAS", width=58, indent="    ")
+            lines += measuring.rows_table(entry["wmma_rows"], "cuBLAS", width=58, indent="    ")
         if "bf16_rows" in entry:
-            lines += M.rows_table(entry["bf16_rows"], "cuBLAS", width=58, indent="    ")
+            lines += measuring.rows_table(entry["bf16_rows"], "cuBLAS", width=58, indent="    ")
     c = r.get("conv")
     if c:
         best = c["cudnn_best"]
-        lines.append(f"  16.3 layer, fp16: {c['torch_name']} {c['torch_ms']:.4f} ms; "
-                     + (f"cuDNN's fastest plan ({best['name']}, no bias) {best['ms']:.4f} ms" if best else "no cuDNN frontend"))
+        lines.append(
+            f"  16.3 layer, fp16: {c['torch_name']} {c['torch_ms']:.4f} ms; "
+            + (f"cuDNN's fastest plan ({best['name']}, no bias) {best['ms']:.4f} ms" if best else "no cuDNN frontend")
+        )
         for version in ("v3", "v4"):
             if f"{version}_ms" in c:
                 graph = c[f"{version}_graph_ms"]
-                lines.append(f"    conv {version}: {c[f'{version}_ms']:.4f} ms per call, {graph:.4f} ms as a CUDA graph "
-                             f"(rel err {c[f'{version}_rel_err']:.1e}); PyTorch's time / ours {c['torch_ms'] / graph:.0%}"
-                             + (f", cuDNN's best plan's / ours {best['ms'] / graph:.0%}" if best else ""))
+                lines.append(
+                    f"    conv {version}: {c[f'{version}_ms']:.4f} ms per call, {graph:.4f} ms as a CUDA graph "
+                    f"(rel err {c[f'{version}_rel_err']:.1e}); PyTorch's time / ours {c['torch_ms'] / graph:.0%}"
+                    + (f", cuDNN's best plan's / ours {best['ms'] / graph:.0%}" if best else "")
+                )
     lines.append(f"  {'kernel':<23} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
     for config, k in r["kernels"].items():
         sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())
-        fit = min(k["blocks_per_sm"], M.blocks_by_shared_memory(k["dynamic_shared_bytes"]))
-        lines.append(f"  {config:<23} {k['registers']:>9} {k['local_bytes']:>8} {k['dynamic_shared_bytes']:>14} "
-                     f"{fit:>10}  {sass}")
+        fit = min(k["blocks_per_sm"], measuring.blocks_by_shared_memory(k["dynamic_shared_bytes"]))
+        lines.append(
+            f"  {config:<23} {k['registers']:>9} {k['local_bytes']:>8} {k['dynamic_shared_bytes']:>14} {fit:>10}  {sass}"
+        )
     lines.append("  (blocks/SM: the fewest that registers, threads and shared memory allow)")
     return "\n".join(lines)
 
 
 def winograd_f4_table(r: dict) -> str:
-    lines = [f"Winograd F(4x4, 3x3) on the 16.3 layer ({r['device']}, {r['date']}), rel err {r['rel_err']:.1e}:",
-             f"  whole call {r['event_ms']:.3f} ms (events), {r['wall_ms']:.3f} ms (wall); {r['cudnn']} "
-             f"{r['cudnn_ms']:.3f} ms ({r['cudnn_ms'] / r['event_ms']:.2f}x of our speed); implicit precomp GEMM "
-             f"{r['implicit_precomp_ms']:.3f} ms"]
+    lines = [
+        f"Winograd F(4x4, 3x3) on the 16.3 layer ({r['device']}, {r['date']}), rel err {r['rel_err']:.1e}:",
+        f"  whole call {r['event_ms']:.3f} ms (events), {r['wall_ms']:.3f} ms (wall); {r['cudnn']} "
+        f"{r['cudnn_ms']:.3f} ms ({r['cudnn_ms'] / r['event_ms']:.2f}x of our speed); implicit precomp GEMM "
+        f"{r['implicit_precomp_ms']:.3f} ms",
+    ]
     lines += [f"  {k['step']:<32} {k['ms']:.4f} ms" for k in r["kernels"]]
     res = r["products_resources"]
-    lines.append(f"  products kernel: {res['registers']} registers, {res['blocks_per_sm']} blocks/SM; SASS "
-                 + ", ".join(f"{op} {n}" for op, n in r["products_sass"].items()))
+    lines.append(
+        f"  products kernel: {res['registers']} registers, {res['blocks_per_sm']} blocks/SM; SASS "
+        + ", ".join(f"{op} {n}" for op, n in r["products_sass"].items())
+    )
     return "\n".join(lines)
 
 
 def measure_part(part: str, repeat: int = 20) -> dict:
     """One part of ``measure``, to add to stored results (it carries its own device and date)."""
-    M.require_gpu()
+    measuring.require_gpu()
     if part == "winograd_f4":
         return measure_winograd_f4(repeat)
     if part == "wgmma":
         return measure_wgmma(repeat)
     if part == "tensor_cores":
-        return dict(M.header(repeat), **measure_tensor_cores(repeat))
+        return dict(measuring.header(repeat), **measure_tensor_cores(repeat))
     if part == "autotune":  # a list of layers: each carries the header
-        header = M.header(max(5, repeat // 2))
+        header = measuring.header(max(5, repeat // 2))
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
         raise ValueError(
@@ -432,7 +489,7 @@ def measure_part(part: str, repeat: int = 20) -> dict:
 
 
 def measure(repeat: int = 20, progress=print) -> dict:
-    M.require_gpu()
+    measuring.require_gpu()
     progress("tensor cores ...")
     tc = measure_tensor_cores(repeat)
     progress("auto-tuner ...")
@@ -451,7 +508,7 @@ def measure(repeat: int = 20, progress=print) -> dict:
     progress("wgmma GEMM ...")
     wg = measure_wgmma(repeat)
     return dict(
-        M.header(repeat),
+        measuring.header(repeat),
         tensor_cores=tc,
         autotune=tuned,
         cudnn_engines=engines,
@@ -463,11 +520,11 @@ def measure(repeat: int = 20, progress=print) -> dict:
 
 
 def load(path=RESULTS) -> dict:
-    return M.load(path)
+    return measuring.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    M.save(results, path)
+    measuring.save(results, path)
 
 
 PARTS = ("tensor_cores", "autotune", "cudnn_engines", "precision", "resources", "winograd_f4", "wgmma")
@@ -487,9 +544,9 @@ def table(results: dict, parts=PARTS) -> str:
             f"Tensor cores: GEMM {tc['gemm']['size']}^3, fp16 operands, fp32 sums "
             "(gpulib writes fp32, cuBLAS via CuPy writes fp16)"
         )
-        lines += M.rows_table(tc["gemm"]["rows"], "cuBLAS", width=54)
+        lines += measuring.rows_table(tc["gemm"]["rows"], "cuBLAS", width=54)
         lines.append("Tensor cores: conv (16.3 layer) in fp16")
-        lines += M.rows_table(tc["conv"]["rows"], "cuDNN", width=54)
+        lines += measuring.rows_table(tc["conv"]["rows"], "cuDNN", width=54)
     if "autotune" in parts:
         for layer in results["autotune"]:
             library = layer["library"]
@@ -500,13 +557,13 @@ def table(results: dict, parts=PARTS) -> str:
             rows = autotune.table(ranking).splitlines()
             rows[0] += f" {'of cuDNN':>9}"
             for i, r in enumerate(layer["ranking"], 1):
-                rows[i] += f" {M.ratio_text(r['vs_library']):>9}" if r["vs_library"] else ""
+                rows[i] += f" {measuring.ratio_text(r['vs_library']):>9}" if r["vs_library"] else ""
             if ranking and ranking[0].status == "ok":
                 rows[1] += "  <- the auto-tuner's pick"
             err = "-" if library["rel_err"] is None else f"{library['rel_err']:.1e}"
             rows.append(
                 f"{'-':>4} {'cuDNN fp32 (torch, benchmark=True)':<47} {'library':<14} "
-                f"{library['ms']:8.3f} {'':>9} {err:>8} {M.ratio_text(1.0):>9}"
+                f"{library['ms']:8.3f} {'':>9} {err:>8} {measuring.ratio_text(1.0):>9}"
             )
             lines += ["  " + line for line in rows]
     engines = results.get("cudnn_engines", {})

@@ -13,11 +13,11 @@ import json
 import re
 from pathlib import Path
 
-from gpulib.bench import measure as M
+from gpulib.bench import measure as measuring
 from gpulib.grading import core
 from gpulib.grading.cleanroom import judge
 
-RESULTS = M.RESULTS_DIR / "speed_grading.json"
+RESULTS = measuring.RESULTS_DIR / "speed_grading.json"
 SOURCE = Path(__file__).resolve().parents[2] / "assignments" / "source"
 
 # (assignment, solution cell, speed check cell, {variant: [(old, new), ...] edits of the solution})
@@ -118,7 +118,7 @@ def grade_speed(assignment: str, solution_id: str, speed_id: str, source: str) -
 
 def measure(repeat: int = 20) -> dict:
     """Every speed-graded exercise: the instructor's solution, then each slower variant; GPU only."""
-    M.require_gpu()
+    measuring.require_gpu()
     rows = []
     for assignment, solution_id, speed_id, variants in EXERCISES:
         cases = {"the instructor's solution": _solution(_notebook(assignment), solution_id)}
@@ -128,18 +128,18 @@ def measure(repeat: int = 20) -> dict:
             rows.append(dict(exercise=f"{assignment}/{speed_id}", solution=name, **row))
             print(f"{assignment}/{speed_id} {name}: {row}", flush=True)
     return dict(
-        M.header(repeat),
+        measuring.header(repeat),
         bands={"full_within": core.SPEED_FULL, "floor_from": core.SPEED_FLOOR_AT, "floor": core.SPEED_FLOOR},
         rows=rows,
     )
 
 
 def load(path=RESULTS) -> dict:
-    return M.load(path)
+    return measuring.load(path)
 
 
 def save(results: dict, path=RESULTS) -> None:
-    M.save(results, path)
+    measuring.save(results, path)
 
 
 def table(results: dict) -> str:

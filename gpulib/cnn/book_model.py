@@ -16,7 +16,7 @@ import numpy as np
 
 from gpulib import reference as ref
 from gpulib.arrays import require_int_labels, to_device
-from gpulib.cnn import layers as L
+from gpulib.cnn import layers
 from gpulib.cnn.model import NO_PROFILER, ImageClassifier
 from gpulib.conv import front
 from gpulib.mlp import layers as mlp
@@ -54,7 +54,7 @@ class BookCNN(ImageClassifier):
 
 
     def _relu(self, Z):
-        return L.relu(Z, out=Z if self.inplace_relu else None)
+        return layers.relu(Z, out=Z if self.inplace_relu else None)
 
     def forward(self, X):
         """Every intermediate tensor the backward pass needs, by name."""
@@ -63,15 +63,15 @@ class BookCNN(ImageClassifier):
         X = self._images(X)
         t = dict(X=X)
         with op("conv1 forward"):
-            t["conv1"] = L.conv2d_forward(X, W1, b1, padding=1, algorithm=self.algorithms[0])
+            t["conv1"] = layers.conv2d_forward(X, W1, b1, padding=1, algorithm=self.algorithms[0])
         with op("relu1"):
             t["relu1"] = self._relu(t["conv1"])
         with op("conv2 forward"):
-            t["conv2"] = L.conv2d_forward(t["relu1"], W2, b2, padding=1, algorithm=self.algorithms[1])
+            t["conv2"] = layers.conv2d_forward(t["relu1"], W2, b2, padding=1, algorithm=self.algorithms[1])
         with op("relu2"):
             t["relu2"] = self._relu(t["conv2"])
         with op("max pool"):
-            t["pool"], t["argmax"] = L.max_pool2d(t["relu2"], 2)
+            t["pool"], t["argmax"] = layers.max_pool2d(t["relu2"], 2)
         t["flat"] = t["pool"].reshape(t["pool"].shape[0], t["pool"].size // t["pool"].shape[0])
         with op("fc forward"):
             t["logits"] = mlp.dense_forward(t["flat"], Wf, bf, "identity")
@@ -101,17 +101,17 @@ class BookCNN(ImageClassifier):
         with op("fc backward"):
             d_flat, dWf, dbf = mlp.dense_backward(t["flat"], Wf, t["logits"], dZ, "identity")
         with op("max pool backward"):
-            d_relu2 = L.max_pool2d_backward(d_flat.reshape(*t["pool"].shape), t["argmax"], t["relu2"].shape, 2,
+            d_relu2 = layers.max_pool2d_backward(d_flat.reshape(*t["pool"].shape), t["argmax"], t["relu2"].shape, 2,
                                             check_argmax=False)  # argmax is max_pool2d's own
         with op("relu2 backward"):
-            d_conv2 = L.relu_backward(t["relu2"], d_relu2)
+            d_conv2 = layers.relu_backward(t["relu2"], d_relu2)
         with op("conv2 backward"):
-            d_relu1, dW2, db2 = L.conv2d_backward(t["relu1"], W2, d_conv2, padding=1,
+            d_relu1, dW2, db2 = layers.conv2d_backward(t["relu1"], W2, d_conv2, padding=1,
                                                   algorithm=self.algorithms[1], reduction=self.reduction)
         with op("relu1 backward"):
-            d_conv1 = L.relu_backward(t["relu1"], d_relu1)
+            d_conv1 = layers.relu_backward(t["relu1"], d_relu1)
         with op("conv1 backward"):
-            _, dW1, db1 = L.conv2d_backward(t["X"], W1, d_conv1, padding=1, need_dX=False,
+            _, dW1, db1 = layers.conv2d_backward(t["X"], W1, d_conv1, padding=1, need_dX=False,
                                             algorithm=self.algorithms[0], reduction=self.reduction)
         return losses, [dW1, db1, dW2, db2, dWf, dbf]
 

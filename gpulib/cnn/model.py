@@ -16,7 +16,7 @@ import numpy as np
 
 from gpulib import reference as ref
 from gpulib.arrays import require, require_int_labels, to_device, to_host
-from gpulib.cnn import layers as L
+from gpulib.cnn import layers
 from gpulib.conv import front
 from gpulib.mlp import layers as mlp
 
@@ -99,9 +99,9 @@ class SmallCNN(ImageClassifier):
         """Every intermediate tensor, named as in the chapter's figure."""
         cW, cb, fW, fb = self.params
         X = self._images(X)
-        conv = L.conv2d_forward(X, cW, cb, padding=1, algorithm=self.conv_algorithm)
-        act = L.relu(conv)
-        pooled, argmax = L.max_pool2d(act, 2)
+        conv = layers.conv2d_forward(X, cW, cb, padding=1, algorithm=self.conv_algorithm)
+        act = layers.relu(conv)
+        pooled, argmax = layers.max_pool2d(act, 2)
         flat = pooled.reshape(pooled.shape[0], pooled.size // pooled.shape[0])
         logits = mlp.dense_forward(flat, fW, fb, "identity")
         return dict(X=X, conv=conv, relu=act, pool=pooled, argmax=argmax, flat=flat, logits=logits)
@@ -117,9 +117,9 @@ class SmallCNN(ImageClassifier):
         fW = self.params[2]
         d_flat, d_fW, d_fb = mlp.dense_backward(t["flat"], fW, t["logits"], dZ, "identity")
         d_pool = d_flat.reshape(*t["pool"].shape)
-        d_relu = L.max_pool2d_backward(d_pool, t["argmax"], t["relu"].shape, 2)
-        d_conv = L.relu_backward(t["relu"], d_relu)
-        _, d_cW, d_cb = L.conv2d_backward(t["X"], self.params[0], d_conv, padding=1, need_dX=False,
+        d_relu = layers.max_pool2d_backward(d_pool, t["argmax"], t["relu"].shape, 2)
+        d_conv = layers.relu_backward(t["relu"], d_relu)
+        _, d_cW, d_cb = layers.conv2d_backward(t["X"], self.params[0], d_conv, padding=1, need_dX=False,
                                           algorithm=self.conv_algorithm)
         return float(loss.copy_to_host().mean(dtype=np.float64)), [d_cW, d_cb, d_fW, d_fb]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.playbook import roofline as R
+from gpulib.playbook import roofline
 
 SECTION_COLORS = {"16.1": "#4C72B0", "16.2": "#DD8452", "16.3": "#55A868", "16.4": "#C44E52", "16.5": "#8172B3",
                   "16.6": "#937860", "library": "#333333", "": "#999999"}
@@ -42,29 +42,30 @@ def plot_roofline(rows: list[dict], limits: dict, measured: dict | None = None, 
     fig, ax = plt.subplots(figsize=(9, 5.2))
     intensity = np.logspace(-1, 3.5, 200)
     for precision, style in (("fp32", "-"), ("fp16", "--")):
-        roof = np.minimum(limits[precision], intensity * limits["hbm"]) / R.TB
+        roof = np.minimum(limits[precision], intensity * limits["hbm"]) / roofline.TB
         ax.plot(
             intensity,
             roof,
             style,
             color="black",
             linewidth=1.2,
-            label=f"{precision} 지붕 (데이터시트: {limits[precision] / R.TB:.0f} TFLOP/s, HBM {limits['hbm'] / R.TB:.2f} TB/s)",
+            label=f"{precision} 지붕 (데이터시트: {limits[precision] / roofline.TB:.0f} TFLOP/s, "
+            f"HBM {limits['hbm'] / roofline.TB:.2f} TB/s)",
         )
     if measured:
-        ax.axhline(measured["cublas_fp32"] / R.TB, color="gray", linestyle=":", linewidth=1)
+        ax.axhline(measured["cublas_fp32"] / roofline.TB, color="gray", linestyle=":", linewidth=1)
         ax.text(
             0.12,
-            measured["cublas_fp32"] / R.TB * 1.08,
-            f"측정: cuBLAS fp32 {measured['cublas_fp32'] / R.TB:.0f}",
+            measured["cublas_fp32"] / roofline.TB * 1.08,
+            f"측정: cuBLAS fp32 {measured['cublas_fp32'] / roofline.TB:.0f}",
             fontsize=7,
             color="gray",
         )
-        ax.axhline(measured["cublas_fp16"] / R.TB, color="gray", linestyle=":", linewidth=1)
+        ax.axhline(measured["cublas_fp16"] / roofline.TB, color="gray", linestyle=":", linewidth=1)
         ax.text(
             0.12,
-            measured["cublas_fp16"] / R.TB * 1.08,
-            f"측정: cuBLAS fp16 {measured['cublas_fp16'] / R.TB:.0f}",
+            measured["cublas_fp16"] / roofline.TB * 1.08,
+            f"측정: cuBLAS fp16 {measured['cublas_fp16'] / roofline.TB:.0f}",
             fontsize=7,
             color="gray",
         )
