@@ -3,28 +3,12 @@
 ``ALGORITHMS[name]`` is an ``Algorithm``: its cuDNN name (CUDNN_CONVOLUTION_FWD_ALGO_<cudnn>),
 ``run(X, W, b=None, padding=0, stride=1, *, out=None)``, ``supports(W_shape, stride)`` (the
 reason it cannot run a layer, or None), ``workspace`` (extra device bytes) and
-``multiplications`` for a layer, the precision it multiplies in, and its backward pass (with
-its extra bytes) where it has one of its own. The auto-tuner, the CNN layer, the algorithm figure and the
-benchmarks all read this table; adding an algorithm is adding one entry.
-
-    direct                 16.3, the direct kernel (version 2 on a GPU, 1 on the simulator)
-    gemm                   16.4, im2col + GEMM (cuBLAS on a GPU); backward through col2im
-    implicit_gemm          16.4, the GEMM without X_col, indices split on every load
-    implicit_precomp_gemm  16.4, the same with a precomputed (c, r, s) table
-    fft                    16.5, FFT of the padded input and filters, product in Numba
-    winograd               16.5, Winograd F(2x2, 3x3) in one kernel
-    winograd_nonfused      16.5, Winograd F(2x2, 3x3) in four kernels
-    winograd_f4            16.5, Winograd F(4x4, 3x3), non-fused, the 36 products as one
-                           batched GEMM v5 launch, launches bound per layer shape
-    tc_implicit_gemm       16.5, implicit GEMM on the tensor cores, NCHW, fp16 in, fp32 sums
-    tc_implicit_gemm_nhwc  16.5, the same in NHWC with asynchronous copies
-    tc_implicit_gemm_wgmma 16.5, the NHWC form on Hopper's warpgroup MMA (needs compute
-                           capability 9.0 on a GPU; the simulator emulates it)
-    tc_implicit_gemm_tma   16.5, the same with its tiles brought by TMA as boxes of the image
-                           (stride 1; compute capability 9.0 on a GPU)
-
-``gpulib.conv.front.conv2d(X, W, b, padding, stride, algorithm=name)`` runs any of them, or
-(``algorithm="auto"``) the auto-tuner's cached pick for the layer's shape.
+``multiplications`` for a layer, the precision it multiplies in, and its backward pass (dX and
+dW, with its extra bytes) where it has one of its own. The bias gradient db is the same for
+every algorithm (cuDNN's cudnnConvolutionBackwardBias is a call of its own too), so the layer
+(gpulib.cnn.conv2d_backward) computes it. The auto-tuner, the front door, the algorithm figure
+and the benchmarks read this table; adding an algorithm is adding one entry. What must stay
+true: this is the one module that imports every algorithm, and it imports nothing above them.
 """
 
 from __future__ import annotations

@@ -1,42 +1,15 @@
-"""16.5: implicit-GEMM convolution on the tensor cores, fp16 inputs, fp32 accumulation.
+"""16.5: implicit-GEMM convolution on the tensor cores, fp16 inputs, fp32 sums: the ladder's one
+convention, and ``conv2d_tc`` for NCHW layers.
 
-The GEMM of 16.4 (Y_mat [K, N·H'·W'] = W_mat [K, C·R·S] · X_col), computed like tensor-core
-GEMM version 2 (and with its warp_mma / warp_store): a block of 4 warps owns a 64x64 tile of Y_mat, each warp 32x32 in 2x2
-accumulator fragments. Per 16-deep step the block stages W_mat's 64x16 tile and a 16x64 tile
-of X_col in shared memory (fp16); the X_col tile is gathered from X on the fly (no X_col in
-memory), with (c, r, s) of each row from implicit GEMM's row table. At the end the warps
-store their accumulators to a shared fp32 tile, and the block writes it to Y [N, K, H', W']
-with the bias added (Y_mat's columns are not rows of Y, so wmma.store cannot write Y).
+    operands = prepare(X, W, b, padding, stride, version="v3")   # the version's layouts, on the device
+    launch(operands, Y)                                           # Y of operands.out_shape
+    Y = conv2d_tc(X, W, b, padding, stride, version="v2")         # NCHW in and out
 
-That is version 1. Version 2 is laid out the way cuDNN's fast fp16 kernels want it, NHWC
-("channels last"): the GEMM becomes Y [N·H'·W', K] = X_col [N·H'·W', R·S·C] · W [R·S·C, K],
-where a row of X_col is, for each (r, s), the C channels of one input pixel, which lie next to
-each other in memory. So the X_col tile is gathered 8 channels (16 bytes) at a time with
-asynchronous copies (cp.async, zero-filled where the window leaves the image), two pairs of
-shared tiles overlap the copies of the next step with the tensor-core work (tensor-core GEMM
-version 4's pipeline), the accumulators start from the bias (``wmma.load_c``: D = A·B + C),
-and every warp stores its 16x16 tiles straight into Y, which is NHWC. C must be a multiple of
-8 and K of 16; ``conv2d_tc`` pads both with zeros and converts NCHW in and out.
-
-Version 3 is version 2 on Hopper's warpgroup MMA (tensor-core GEMM v5's structure, wgmma.py):
-Y [N·H'·W', K] = X_col [N·H'·W', R·S·C] · Wk [K, R·S·C]ᵀ with the filters K-major (each
-filter's (r, s, c) values in a run, "KRSC"), so both operands are K-major as wgmma reads fp16
-from shared memory. A block of 2 warpgroups owns 128 output pixels x 64 filters; per 64-deep
-step it gathers the X_col tile with 16-byte cp.async copies (8 channels of one input pixel,
-zeros where the window leaves the image) and copies Wk's tile, both into the 128-byte swizzled
-layout of a ring of 4 buffers; the accumulators start from the bias, and each thread stores its
-32 results straight into Y (NHWC, any K: nothing padded but C to a multiple of 8).
-
-Version 4 is version 3 with the tiles brought by the tensor memory accelerator (GEMM v6's
-pipeline, tma.py). A block owns a patch of 128 output pixels, 128 / w rows of w
-(``pixel_tile``), and 64 filters. With stride 1, the inputs that tap
-(r, s) of the filters meets under the patch form the same patch of X moved by (r - padding,
-s - padding): one 4-D box [1, 128 / w, w, 64 channels] of NHWC X, which lands as the 128 rows
-of X_col's tile in the swizzled layout. Rows and columns of the box before or past the image
-arrive as zeros, which is exactly the padding. Each 64-deep step is (r, s, 64 channels), and
-its filter tile is one 3-D box [64 filters, 1 tap, 64 channels] of Wk seen as [K, R·S, C].
-No thread computes an address or a bound. Stride 1 only; pixels of a patch outside the image
-are computed and not stored.
+Version 1 works in NCHW on WMMA fragments (tensor-core GEMM v2's tiling, X_col's tile gathered
+through implicit GEMM's row table); version 2 in NHWC with 16-byte asynchronous gathers;
+version 3 on Hopper's warpgroup MMA; version 4 brings its tiles by TMA as boxes of the image
+(stride 1). The kernels are in conv/tc_kernels.py; 16.5's notebook explains each. What must
+stay true: every version is prepared and launched the same way, checked before any launch.
 """
 
 from __future__ import annotations

@@ -1,43 +1,15 @@
-"""16.5: GEMM on the tensor cores, C = A·B with A, B in fp16 and C accumulated in fp32.
+"""16.5: GEMM on the tensor cores, C [M, N] fp32 = A [M, K] · B with fp16 (or bf16) operands: the
+ladder's one launcher, and ``matmul_tc`` for any sizes.
 
-    version 1   one warp per 16x16 tile of C; each step along K loads a 16x16 tile of A and
-                of B straight from global memory into fragments and issues one tensor-core
-                multiply-accumulate. 4 warps per block, one per tile down a column of tiles.
-    version 2   a block of 4 warps computes a 64x64 tile of C, each warp 32x32 (2x2 fragments
-                of accumulators, kept across the whole K loop). Per 16-deep step the block
-                stages a 64x16 tile of A and a 16x64 tile of B in shared memory (every thread
-                copies 8 + 8 fp16 values), then each warp loads 2 A and 2 B fragments from
-                shared memory and issues 4 multiply-accumulates: each fragment serves twice.
-    version 3   a block of 8 warps computes a 128x128 tile of C, each warp 64x32 (4x2
-                fragments: each A fragment serves twice, each B fragment four times). Tiles
-                are 32 deep and staged with 16-byte vector copies (``wmma.copy8``), rows padded
-                by 8 fp16 values to spread them over the shared-memory banks.
-    version 4   version 3 with two pairs of shared tiles and asynchronous copies (cp.async):
-                the copies of the next 32-deep tiles fly while the tensor cores work on these.
-    version 5   Hopper's warpgroup MMA (wgmma.py): a block of 2 warpgroups computes a 128xBN
-                tile, each warpgroup 64xBN with one m64nBNk16 instruction per 16-deep slice,
-                its operands read by the tensor cores straight from shared memory (no fragment
-                loads); 64-deep tiles in the 128-byte swizzled layout, filled by cp.async into
-                a ring of STAGES buffers, the copies two tiles ahead of the multiplies and one
-                group of multiplies left running while the next is issued. It multiplies
-                A [M, K] by Bᵀ given as [N, K] (both K-major, as wgmma reads fp16 from shared
-                memory without a transpose; nn.Linear keeps its weights this way).
-    version 6   version 5 with the tiles brought by the tensor memory accelerator (tma.py):
-                one thread asks for each 64-deep tile of A and of Bᵀ (the copy engine swizzles
-                it and fills what lies outside the matrices with zeros), one mbarrier per buffer
-                says when its bytes have landed, and the ring is kept STAGES - 1 tiles ahead.
-                The other 255 threads issue no copies and no address arithmetic. It also takes
-                bf16 operands (``operands="bf16"``: uint16 arrays of bf16 words).
-    version 7   version 6 with the work split by role (warp specialization): a third warpgroup
-                only asks TMA for tiles, the two others only multiply. Two barriers per buffer,
-                "full" (its bytes have landed) and "empty" (both multiplying warpgroups are done
-                with it), replace the whole block's barrier at every step, so neither warpgroup
-                waits for the other. ``setmaxnreg`` moves registers from the producer, which
-                needs few, to the multiplying warpgroups: a 64 x 256 tile's 128 accumulators fit.
+    launch(A, Bt, C, version="v6")      # device operands A [M, K], Bᵀ [N, K], every version
+    C = matmul_tc(A, B, version="v2")   # NumPy or device A [M, K], B [K, N], padded as needed
 
-Tensor cores take whole 16x16x16 tiles, so ``matmul_tc`` pads A and B with zeros to
-multiples of 16 (zeros add nothing to the products) and crops C back; version 5 needs only K a
-multiple of 8 (whole 16-byte copies) and writes C's edges itself.
+Versions 1-4 are warp-level WMMA kernels (gemm/tc_wmma.py: from global memory, then block tiles
+staged in shared memory, 16-byte copies, asynchronous copies); versions 5-7 use Hopper's
+warpgroup MMA (gemm/tc_wgmma.py: a cp.async ring, TMA and mbarriers, a producer warpgroup).
+16.5's notebook says what each rung changes and what it buys. What must stay true: every
+version takes the same operands, and every precondition is a ValueError before any launch
+(``check_launch``).
 """
 
 from __future__ import annotations

@@ -16,28 +16,10 @@
     wgmma.wait_one()  /  wgmma.wait_all()             # at most one / no group still running
     wgmma.store_n128(C, row, col, acc)                # each thread writes its 64 results
 
-A is 64x16 and B is Nx16, both K-major (a row of A and a row of Bᵀ each hold their 16 K values
-in a run), laid out in shared memory as ``smem_layout`` describes: 8-row atoms of 128 bytes
-with the 16-byte chunks of row r XORed by r. A kernel fills a 64-wide K tile at a time
-(``swizzled_byte`` places each 16-byte chunk) and reads it as four K = 16 slices, each
-descriptor's start moved 32 bytes along K. The accumulators are the N/2 fp32 registers per
-thread that ``wgmma_model.accumulator_element`` maps; ``store_n*`` writes them with that map.
-
-Why the fences: cp.async and ordinary stores write shared memory through the "generic proxy",
-wgmma reads it through the "async proxy"; ``fence_async_proxy`` orders the first before the
-second. ``fence`` orders earlier register writes of the accumulators before wgmma uses them.
-``mma_n*`` only starts the multiply: the registers belong to the tensor cores until a
-``wait_*`` says its group is done.
-
-On a GPU every call is one or two PTX instructions in linked CUDA C++ (wgmma.mma_async.sync
-.aligned.m64nNk16.f32.f16.f16, wgmma.fence / commit_group / wait_group, fence.proxy.async,
-cp.async). On the simulator the same calls are emulated with the same arithmetic and layout:
-``mma_n*`` waits until all 128 threads of the warpgroup have reached it (as the instruction
-does), the fp16 operands are read through the descriptors out of the shared array
-(``wgmma_model.warpgroup_products``, swizzle included), and each thread adds, in fp32, exactly
-the products its own registers would hold; the copies happen at once and the fences have
-nothing to order. The descriptor carries the same bits on both (its start relative to the shared
-array's first byte on the simulator).
+On a GPU each call is one or two PTX instructions in linked CUDA C++; on the simulator the same
+calls are emulated with the same arithmetic and layout (smem_layout, wgmma_model). 16.5's
+notebook explains the layout, the fences and the asynchrony. What must stay true: the emulation
+and the instruction agree element for element (tests/test_wgmma.py, tests/test_wgmma_model.py).
 """
 
 from __future__ import annotations
