@@ -68,7 +68,7 @@ def _table_bytes(X_shape, W_shape, padding, stride) -> int:
 _TABLE = [
     Algorithm(
         name="direct",
-        label="direct (v2 on a GPU, v1 on the simulator)",
+        label="direct (v2; sim: v1)",
         cudnn="DIRECT",
         run=direct.conv2d_direct,
         supports=_any_layer,
