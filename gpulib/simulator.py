@@ -1,29 +1,13 @@
-"""16.1 (every section's simulator runs): how Numba's CUDA simulator schedules a block's threads.
+"""How Numba's CUDA simulator schedules a block's threads here (every section's simulator runs).
 
-The simulator runs a kernel one block at a time and, within a block, starts one Python thread
-per CUDA thread, so that ``syncthreads`` can make them wait for each other. Starting, switching
-and joining those threads costs far more than the kernel's own arithmetic. A kernel with no
-barrier does not need them: CUDA promises nothing about the order in which the threads of a
-block run, so running them one after another is one of the executions a GPU may produce.
-
-``install()`` makes the simulator do that for every kernel whose code (with every device
-function it calls) names no barrier (``syncthreads``, ``syncthreads_count/_and/_or``, a
-cooperative-group ``sync``); the others keep one Python thread per CUDA thread. The threads of
-such a block run inside one simulator thread whose ``threadIdx`` moves from thread to thread,
-so ``cuda.threadIdx``, ``cuda.grid``, error messages (``tid=[...]``), the memory tracer and the
-grading watchdog see what they saw before. A barrier reached there anyway (through a call this
-module cannot see) stops the kernel with an error instead of giving a wrong answer.
-
-On barrier-free kernels this runs the book's simulator sizes about 4 to 5 times faster.
-
-The kernels that keep their threads run under a copy of the simulator's own loop that waits
-for them (``_threaded_run``) with one change: each pass over the threads gives up the
-interpreter lock (``time.sleep(0)``). The simulator's loop never does, so a thread that calls
-into NumPy and must take the lock back waits up to the interpreter's switch interval (5 ms)
-each time; a 256-thread block with a barrier per step then runs about 3 times slower.
-
-``install()`` also lets shared and local arrays be declared with ``alignment=`` (16.4's GEMM v5
-aligns its shared tiles for 128-bit loads), which the simulator otherwise refuses.
+``install()`` runs the threads of a kernel whose code names no barrier one after another in one
+Python thread (CUDA promises no order among a block's threads, so this is one execution a GPU
+may produce; about 4 to 5 times faster), lets the kernels with barriers give up the interpreter
+lock on every pass over their threads (about 3 times faster), and accepts ``alignment=`` on
+shared and local arrays. It also holds what the rest of gpulib needs of the simulator's
+insides (launch interception, device-array views, the tracer's routing). What must stay true:
+this module and gpulib/launch.py are the only ones that name Numba's private parts; a barrier
+reached in a kernel run sequentially is an error, never a wrong answer.
 """
 
 from __future__ import annotations

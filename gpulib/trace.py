@@ -10,24 +10,11 @@
     t.first_writes("Y")              # the element each thread wrote first (coalescing)
     t.tiling_problems()              # e.g. "no shared-memory reads: the kernel is not tiled"
 
-The kernel runs on Numba's CUDA simulator whatever the backend of the process, with every
-NumPy argument wrapped so that each read and write is recorded with the thread that made
-it. Shared arrays are recorded too, start filled with NaN in every block (so a read of an
-element nobody wrote shows up in the output), and every barrier is counted, which is how a
-race is found: a thread reading a shared element another thread wrote since the last
-barrier (read after write), overwriting one another thread read (write after read) or wrote
-(write after write) since then. Atomic operations (``cuda.atomic.add`` and the others) are
-one indivisible access: atomics on the same element never race with each other, but a plain
-access next to another thread's atomic, with no barrier between, does.
-
-Two more mistakes are found. A barrier that some threads of a block skip (a syncthreads
-inside a branch) leaves the block's threads with different barrier counts: it is reported
-as a divergent barrier, naming the threads, and the block's apparent races (its barrier
-epochs no longer line up) are not reported. And a global array whose values a thread copies
-into shared memory is "staged"; a read of it whose value never goes to shared memory is a
-direct read, and a staged array with direct reads is partial tiling: the tile is there, but
-part of the kernel still reads global memory. Keep launches small: the simulator runs each
-thread as a Python thread.
+The kernel runs on Numba's CUDA simulator whatever the backend, every NumPy argument wrapped
+so that each access is recorded with its thread; shared arrays start as NaN in every block,
+atomics are one indivisible access, and every barrier is counted (16.3's notebook explains
+races, divergent barriers and partial tiling). Keep launches small: each thread is a Python
+thread. What must stay true: the kernel computes what it computes untraced.
 """
 
 from __future__ import annotations

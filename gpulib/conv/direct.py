@@ -1,23 +1,13 @@
 """16.3: the direct convolution kernel, as a ladder of versions.
 
-    version 1  one thread per output element Y[n, k, y, x], the chapter's mapping: x and y
-               from the block and thread indices, (image, output channel) from blockIdx.z.
-               Every thread reads C·R·S inputs and C·R·S weights from global memory, and
-               neighbouring threads read the same inputs again.
-    version 2  shared-memory tiling: a block computes a TILE×TILE output tile for a group of
-               ``channels_per_block`` output channels. For each input channel the block loads
-               the input tile with its halo and the group's R×S filters into shared memory
-               once, waits at a barrier, and every thread then reads its R·S inputs from
-               shared memory, using each one for every channel of the group (one accumulator
-               per channel, in registers). channels_per_block=1 is the chapter's version, a
-               tile of one output channel; on an H200 it gains little over version 1 (its
-               caches already catch that reuse), and the gain comes from reusing each loaded
-               input for several output channels (benchmarks/conv_direct.py measures both).
+    version 1  one thread per output element Y[n, k, y, x], the chapter's mapping
+    version 2  shared-memory tiling: a TILE×TILE output tile for ``channels_per_block`` output
+               channels, each input tile (with its halo) and the group's filters loaded once
 
-Layouts: X [N, C, H, W], W [K, C, R, S], b [K], Y [N, K, H', W'], all float32, C-contiguous,
-with H' = (H + 2·padding - R) // stride + 1. ``conv2d_direct`` checks its inputs and launches
-one of them; version 2 is compiled once per (R, S, stride, channels_per_block), because shared
-arrays need sizes known at compile time.
+Layouts: X [N, C, H, W], W [K, C, R, S], b [K], Y [N, K, H', W'], all float32, C-contiguous.
+``conv2d_direct`` checks its inputs and launches one of them (``default_version``: 2 on a GPU,
+1 on the simulator); version 2 is compiled once per (R, S, stride, channels_per_block). 16.3's
+notebook explains and measures both. What must stay true: every output element written once.
 """
 
 from __future__ import annotations

@@ -1,24 +1,10 @@
-"""16.4: implicit GEMM, convolution as Y_mat = W_mat · X_col without X_col in memory.
+"""16.4: implicit GEMM, convolution as Y_mat = W_mat · X_col without X_col in memory, as cuDNN's
+IMPLICIT_GEMM (every load splits its row and column indices) and IMPLICIT_PRECOMP_GEMM (the
+(c, r, s) of each row from a table made once per filter shape, ``row_table``).
 
-The kernel is gemm version 3 (gpulib/gemm/kernels.py: a BM×BN block tile, BK-deep steps,
-TM×TN outputs per thread in registers) with two changes:
-
-  * the B tile is gathered: element (row, col) of X_col is X[n, c, y·stride + r - p,
-    x·stride + s - p] (zero outside the image) with row = (c, r, s) and col = (n, y, x), so
-    the kernel reads X where im2col would have copied it from;
-  * the result goes straight to Y [N, K, H', W'] with the bias added.
-
-Two variants, as in cuDNN:
-
-    IMPLICIT_GEMM          every load splits row into (c, r, s) and col into (n, y, x) with
-                           integer divisions: the index arithmetic of im2col, done per load.
-    IMPLICIT_PRECOMP_GEMM  each thread always gathers for the same column of the B tile, so
-                           it uses its column split once, before the loop over C·R·S; the
-                           row part, (c, r, s), comes from a small table made once per filter
-                           shape (``row_table``). No division is left inside the loop.
-
-Neither allocates X_col: the extra memory is zero (on-the-fly) or the table, 12 bytes per
-row of X_col, C·R·S rows (precomputed).
+The kernel is gemm version 3 (gpulib/gemm/kernels.py) with its B tile gathered from X and its
+result written straight to Y [N, K, H', W'] with the bias; 16.4's notebook explains both. What
+must stay true: neither allocates X_col (the extra memory is zero, or the table).
 """
 
 from __future__ import annotations

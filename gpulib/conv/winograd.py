@@ -1,30 +1,14 @@
-"""16.5: Winograd convolution F(2x2, 3x3), fused (cuDNN's WINOGRAD) and non-fused
-(WINOGRAD_NONFUSED).
+"""16.5: Winograd convolution, F(2x2, 3x3) fused (cuDNN's WINOGRAD) and non-fused
+(WINOGRAD_NONFUSED), and F(4x4, 3x3) non-fused.
 
-Each 2x2 block of outputs reads a 4x4 tile of the input (tiles overlap by 2). Winograd's
-minimal filtering algorithm computes the 2x2 outputs of one tile and one channel with 16
-multiplications instead of 2·2·3·3 = 36:
+    Y_tile = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A        d: input tile, g: 3x3 filter
 
-    Y_tile = Aᵀ [ (G g Gᵀ) ⊙ (Bᵀ d B) ] A        d: 4x4 input tile, g: 3x3 filter
-
-    U = G g Gᵀ   the filter transform, 4x4, once per (k, c)
-    V = Bᵀ d B   the input transform, 4x4, once per (n, c, tile); only additions
-    M = Σ_c U ⊙ V   16 products per channel, summed over channels (a batched GEMM: for each of
-                 the 16 positions, M[pos] = U[pos] (K×C) · V[pos] (C×tiles))
-    Y = Aᵀ M A   the output transform, only additions
-
-Non-fused: four kernels, the transformed input V and products M go through global memory
-(extra memory: 16·C·tiles + 16·K·tiles floats). Fused: one kernel per (n, k, tile) that
-transforms its input tiles on the fly and keeps M in registers. Only 3x3 filters with
-stride 1 qualify, as in cuDNN.
-
-F(4x4, 3x3) (``conv2d_winograd_f4``): 4x4 outputs from a 6x6 input tile with 36 products
-instead of 144 (4 times fewer; F(2x2) saves 2.25 times). Its transforms are 6x6 (BT4, G4,
-AT4 below), its 36 products are one batched GEMM on 16.4's GEMM v5 (a launch for all 36), and
-its four launches are bound once per layer shape (gpulib.launch.BoundLaunch) with the
-workspace kept, so that a call costs the GPU's time rather than Python's. The price is
-accuracy: G4 holds 1/6, 1/12 and 1/24, which binary floating point cannot hold exactly, and
-AT4 holds 8, so rounding errors grow (still near 1e-6 of the result's scale in fp32).
+Non-fused: four kernels (filter transform, input transform, the products summed over channels
+as a batched GEMM, output transform) through a workspace; fused: one kernel per (n, k, tile).
+F(4x4) puts its 36 products on one batched GEMM v5 launch, its four launches bound per layer
+shape (gpulib.launch.BoundLaunch). Only 3x3 filters with stride 1 qualify, as in cuDNN; 16.5's
+notebook derives the transforms and their rounding. What must stay true: every form equals
+the float64 convolution to the tolerance its transforms allow.
 """
 
 from __future__ import annotations

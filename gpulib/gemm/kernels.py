@@ -1,24 +1,13 @@
 """16.4: the book's own GEMM kernels, C = A·B (A [M, K], B [K, N], C [M, N], float32, row-major).
 
-    version 1  one thread per element of C, reading a row of A and a column of B from global
-               memory (2K loads per 2K flops).
-    version 2  shared-memory tiles: a TILE×TILE block of threads stages TILE×TILE pieces of A
-               and B in shared memory, so each loaded value serves TILE threads.
-    version 3  register blocking: a block computes a BM×BN tile of C with 256 threads, each
-               thread a TM×TN patch held in registers. Per step of BK along K it loads an
-               A tile and a B tile into shared memory, then every value it reads from shared
-               memory into a register is used TN (or TM) times: the idea behind fast GEMMs.
+    version 1  one thread per element of C, from global memory
+    version 2  shared-memory tiles (TILE×TILE)
+    version 3  register blocking: a BM×BN block tile, TM×TN outputs per thread
+    version 4  version 3 with two shared buffers per tile and unsigned 32-bit offsets
+    version 5  version 4 with 128-bit shared-memory loads of runs of four
 
-    version 4  version 3 with two shared-memory buffers per tile: while the threads multiply
-               from one, the next tiles are stored into the other, so each BK step needs one
-               barrier instead of two; and offsets in unsigned 32-bit arithmetic throughout.
-               (8×16 outputs per thread, fewer shared-memory loads per multiply-add, was
-               slower on the H200: 199 registers leave room for one block per SM.)
-    version 5  version 4 with each thread's rows and columns in runs of four neighbours, read
-               from 16-byte-aligned shared tiles so that a run is one 128-bit load: a quarter
-               of the shared-memory load instructions per multiply-add.
-
-All of them handle any M, N, K (loads outside the matrices read as zero, stores are guarded).
+All of them handle any M, N, K (loads outside read as zero, stores are guarded); 16.4's notebook
+says what each step buys. What must stay true: every version writes every element of C once.
 """
 
 from functools import lru_cache

@@ -1,8 +1,5 @@
-"""16.5 (Hopper): how wgmma finds its operands in shared memory: swizzles and matrix descriptors.
-
-Hopper's warpgroup MMA (``wgmma.mma_async``, four warps together) reads A and B straight from
-shared memory. It is not given an array: it is given a 64-bit **matrix descriptor**, and the
-tile must lie in shared memory in one of a few canonical layouts that the descriptor names.
+"""16.5 (Hopper): how wgmma finds its operands in shared memory: swizzles and matrix descriptors,
+as pure Python (``swizzle``, ``descriptor``, ``decode``, ``kmajor_offset``).
 
     descriptor bits   0-13  start address >> 4        (shared-window byte address)
                      16-29  leading byte offset >> 4  (LBO)
@@ -10,22 +7,12 @@ tile must lie in shared memory in one of a few canonical layouts that the descri
                      49-51  base offset               (0 when the swizzle atoms are aligned)
                      62-63  swizzle: 0 none, 1 128-byte, 2 64-byte, 3 32-byte
 
-A K-major fp16 operand tile (rows of A, or columns of B, each holding its K values in a run)
-is cut into groups of 8 rows. With a W-byte swizzle (W = 128, 64 or 32) a group holds 8 rows
-of W bytes (W / 2 fp16 values of K), one row every W bytes: an **atom** of 8·W bytes. Groups
-follow each other SBO bytes apart. Inside an atom the 16-byte chunks are permuted: address
-bits 4.. (the chunk) take the XOR of address bits 7.. (which 128 bytes), over 3, 2 or 1 bits
-for W = 128, 64, 32. With 128-byte rows, chunk c of row r goes to chunk c XOR r. This is
-CuTe's Swizzle<B, 4, 3> (B = 3, 2, 1).
-
-Why swizzle: without it, the 8 rows of an atom put chunk c of every row in the same 4 banks
-(128 bytes apart), so a warp reading one column of chunks is served 8 times over. With the
-XOR, the 8 chunks of a column lie in 8 different places and are read at once, and a row's
-16-byte chunks stay 16-byte chunks, so 128-bit copies (and TMA) fill the tile unchanged.
-
-This module is the pure-Python model of that arithmetic (``swizzle``, ``descriptor``,
-``decode``, ``kmajor_offset``): the tests check it, the notebook draws it, and the simulator's
-emulation of wgmma reads its operands through it.
+Inside a W-byte swizzle atom (8 rows of W bytes) address bits 4.. (the 16-byte chunk) are XORed
+with address bits 7.. (which 128 bytes), over 3, 2 or 1 bits for W = 128, 64, 32 (CuTe's
+Swizzle<B, 4, 3>): with 128-byte rows, chunk c of row r goes to chunk c XOR r. 16.5's notebook
+draws it and says why. The tests check this
+model, the notebook draws it, and the simulator's emulation of wgmma reads its operands through
+it. What must stay true: these bits are the PTX ISA's (its matrix-descriptor format).
 """
 
 from __future__ import annotations

@@ -11,22 +11,10 @@ Numba. One thread asks the copy engine for a whole tile; the others wait on a ba
     tma.wait(bars, s, phase)                        # until phase ``phase`` (0, 1, 0, ...) is over
     tma.arrive(bars, s)                             # an arrival alone (a consumer frees a buffer)
 
-``tensor_map(A, box_rows)`` describes, on the host, a 2-D fp16 array with rows of K values
-(K a multiple of 8) and the box one load moves: ``box_rows`` rows by 64 values (128 bytes),
-put into shared memory in the 128-byte swizzle, the layout wgmma.py's descriptors name (the
-same places ``wgmma.swizzled_byte`` gives cp.async chunks). Parts of the box outside the array
-arrive as zeros: a tile needs no bounds tests.
-
-A barrier counts arrivals and bytes: a phase ends when its expected arrivals have arrived and
-the bytes announced by ``expect`` have landed. Its phase bit then flips; ``wait(…, phase)``
-returns once the phase with that parity is over. A ring of buffers is therefore waited on with
-the parity (step // STAGES) % 2.
-
-On a GPU: inline PTX in linked CUDA C++ (mbarrier.init / arrive.expect_tx / try_wait.parity,
-cp.async.bulk.tensor.2d with mbarrier::complete_tx::bytes), and the tensor map made by the
-driver's cuTensorMapEncodeTiled and kept in a 128-byte device array. On the simulator the load
-happens at once (box placed with the swizzle, zeros outside), a barrier counts finished phases,
-and a wait for a phase that has not finished raises instead of hanging.
+``tensor_map`` / ``cached_map`` describe a 2-D to 4-D fp16 (or bf16-word) array and its box, made
+by the driver on a GPU; parts of a box outside the array arrive as zeros. On the simulator a load
+happens at once and a wait that can never end raises instead of hanging. 16.5's notebook explains
+phases and parities. What must stay true: the emulation places every box as the hardware does.
 """
 
 from __future__ import annotations

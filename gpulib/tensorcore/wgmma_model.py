@@ -2,23 +2,14 @@
 which of the warpgroup's 128 threads ends up holding which result, in NumPy.
 
     D (64 x N, fp32) += A (64 x 16, fp16) · B (16 x N, fp16)
-
-A and B are read from shared memory through their matrix descriptors
-(gpulib/tensorcore/smem_layout.py): both K-major, i.e. A's rows and B's columns each hold
-their 16 K values in a run, in the canonical layout the descriptor's swizzle names. D lives in
-registers, N / 2 floats per thread, laid out as the PTX ISA's figure for the wgmma m64nNk16
-accumulator shows. Warp w of the warpgroup owns rows 16w..16w+15; inside a warp the layout
-of each 8-column block is the one of mma.m16n8 (gpulib/tensorcore/layout.py, fragment C):
-
     thread t, warp w = t // 32, lane l = t % 32, group g = l // 4, i = l % 4
     d[4j + 0], d[4j + 1]   row 16w + g,     columns 8j + 2i, 8j + 2i + 1
     d[4j + 2], d[4j + 3]   row 16w + g + 8, the same columns
 
-This is the model that the simulator's emulation of the instruction and the GPU kernels built
-on it are checked against: ``multiply`` reads the operands out of a shared-memory image (the
-bytes a kernel wrote) through the descriptors, rounds them to fp16 and sums the products in
-fp32 (in float64 here: the GPU's order of the fp32 sums is its own), and ``fragments`` /
-``from_fragments`` move D between the 64 x N tile and the 128 threads' registers.
+``multiply`` reads the operands out of a shared-memory image through their descriptors
+(smem_layout.py); ``fragments`` / ``from_fragments`` move D between the tile and the threads'
+registers. What must stay true: this is the PTX ISA's accumulator layout, the model the
+emulation and the GPU kernels are checked against.
 """
 
 from __future__ import annotations

@@ -1,33 +1,20 @@
-"""16.5: tensor cores from Numba. A warp-level 16x16x16 matrix multiply-accumulate, fp16 inputs
-and fp32 accumulation, in four calls a kernel makes from Python:
+"""16.5: tensor cores from Numba: a warp-level 16x16x16 multiply-accumulate, fp16 in, fp32 sums.
 
     a = cuda.local.array(AB_FRAGMENT, AB_DTYPE)   # this thread's share of a 16x16 tile (the names
-    b = cuda.local.array(AB_FRAGMENT, AB_DTYPE)   # imported bare: Numba needs a literal shape, and
-    acc = cuda.local.array(ACC_FRAGMENT, float32) # wmma.AB_FRAGMENT is typed as a plain int64)
-    wmma.fill(acc, 0.0)
-    wmma.load_a(a, A, row, k)      # A[row:row+16, k:k+16], fp16, row-major
-    wmma.load_b(b, B, k, col)      # B[k:k+16, col:col+16]
-    wmma.mma(acc, a, b)            # acc += a·b on the tensor cores
-    wmma.store(C, row, col, acc)   # C[row:row+16, col:col+16] = acc, fp32
+    b = cuda.local.array(AB_FRAGMENT, AB_DTYPE)   # imported bare: Numba needs a literal shape)
+    acc = cuda.local.array(ACC_FRAGMENT, float32)
+    wmma.fill(acc, 0.0)                # or wmma.load_c(acc, C, row, col): D = A·B + C
+    wmma.load_a(a, A, row, k)          # A[row:row+16, k:k+16], fp16, row-major (load_a_shared too)
+    wmma.load_b(b, B, k, col)          # B[k:k+16, col:col+16]
+    wmma.mma(acc, a, b)                # acc += a·b on the tensor cores
+    wmma.store(C, row, col, acc)       # C[row:row+16, col:col+16] = acc, fp32
+    wmma.copy8_async(...); wmma.async_commit(); wmma.async_wait_one()   # cp.async into shared tiles
 
-``load_c(acc, C, row, col)`` starts the accumulators from a fp32 tile instead of zeros
-(D = A·B + C: the tensor-core conv starts from its bias this way).
-For tiles in shared memory, ``load_a_shared`` / ``load_b_shared`` are the same loads as
-shared-memory instructions. ``copy8_async`` starts a 16-byte copy from global to shared memory
-without waiting for it (``cp.async``, Ampere and later); ``async_commit`` closes a group of such
-copies and ``async_wait_one`` / ``async_wait_all`` wait until at most one / no group is still
-in flight: with two shared tiles, the copies of the next tile run while the tensor cores work.
-
-All 32 threads of a warp make every call together (the ".sync.aligned" of the PTX): the tile
-is spread over the warp's registers, 8 registers per thread per fragment.
-
-On a GPU the calls are CUDA C++ functions made of inline PTX (wmma.load / wmma.mma /
-wmma.store; no CUDA headers needed), linked into the kernel: decorate it with ``@wmma.kernel``
-instead of ``@cuda.jit``. numba-cuda has no tensor-core API of its own.
-
-On the simulator the same calls are emulated with the same arithmetic: every thread holds
-the whole tile (so a fragment is 256 floats there), operands are fp16 values, products are
-summed in fp32. Results agree with the GPU to fp32 rounding (the order of the fp32 sums differs).
+All 32 threads of a warp make every call together. On a GPU the calls are inline PTX in linked
+CUDA C++ (decorate the kernel with ``@wmma.kernel``); on the simulator they are emulated with the
+same arithmetic (every thread holds the whole tile). ``warp_mma`` / ``warp_store`` are a warp's
+tile of fragments, as the block-tiled kernels use it. What must stay true: the emulation and
+the instructions agree to fp32 rounding (tests/test_tensorcore.py).
 """
 
 from __future__ import annotations
