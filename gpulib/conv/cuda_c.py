@@ -1,8 +1,8 @@
 """16.3-16.4 in CUDA C, for courses taught in it: the direct convolution and im2col as .cu
-files of the book's own writing (gpulib/conv/cuda_c/), compiled at run time by CuPy's
+files of the book's own writing (gpulib/conv/cuda_c_src/), compiled at run time by CuPy's
 RawModule (NVRTC) on a GPU and checked against the Numba kernels.
 
-    source(name)                          the text of cuda_c/<name>.cu ("direct_conv", "im2col")
+    source(name)                          the text of cuda_c_src/<name>.cu ("direct_conv", "im2col")
     show(name)                            print it (the simulator cannot run CUDA C: it is shown there)
     conv2d_direct_c(X, W, b, padding, stride, out=None)
     im2col_c(X, R, S, padding, stride, out=None, fixed_sizes=False)
@@ -22,7 +22,7 @@ from gpulib.arrays import MAX_GRID_Z, blocks, output, require, require_int, to_d
 from gpulib.env import on_gpu
 from gpulib.shapes import bias_or_zeros, check_conv_inputs
 
-SOURCE_DIR = Path(__file__).resolve().parent / "cuda_c"
+SOURCE_DIR = Path(__file__).resolve().parent / "cuda_c_src"
 NAMES = ("direct_conv", "im2col")
 BLOCK = 256
 
@@ -56,7 +56,7 @@ def _module(name: str, name_expressions: tuple = ()):
 
 
 def conv2d_direct_c(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
-    """Y = conv(X, W) + b by cuda_c/direct_conv.cu, one thread per output."""
+    """Y = conv(X, W) + b by cuda_c_src/direct_conv.cu, one thread per output."""
     N, K, Ho, Wo = check_conv_inputs(X, W, b, padding, stride)
     cupy = _cupy()
     _, C, R, S = W.shape
@@ -70,7 +70,7 @@ def conv2d_direct_c(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None
 
 
 def im2col_c(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, fixed_sizes: bool = False):
-    """X_col [C·R·S, N·H'·W'] by cuda_c/im2col.cu: sizes as arguments (im2col_runtime) or, with
+    """X_col [C·R·S, N·H'·W'] by cuda_c_src/im2col.cu: sizes as arguments (im2col_runtime) or, with
     ``fixed_sizes``, as template constants of a kernel compiled for this shape (im2col_fixed)."""
     require(X, "X", 4, layout="[N, C, H, W]")
     R, S = require_int(R, "R", 1), require_int(S, "S", 1)
