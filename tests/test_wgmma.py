@@ -322,20 +322,26 @@ def test_grouped_tiles_cover_c_once(monkeypatch):
         assert sorted(seen) == [(128 * i, 128 * j) for i in range(tiles_m) for j in range(tiles_n)]
 
 
+def _bf16_operands(rng, M, N, K):
+    """Random A [M, K] and Bᵀ [N, K] (float32), their bf16 words, and the float64 product of the
+    bf16-rounded operands with its scale."""
+    from gpulib import precision
+
+    A, Bt = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((N, K)).astype(np.float32)
+    A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
+    A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
+    return A, Bt, A_words, Bt_words, A_bf @ Bt_bf.T, (np.abs(A_bf) @ np.abs(Bt_bf).T).max()
+
+
 def test_v6_multiplies_bf16_operands(rng):
     """bf16 words (uint16) through TMA and wgmma .bf16: the product of the bf16-rounded operands,
     fp32 sums; ragged in every direction."""
-    from gpulib import precision
-
-    A = rng.standard_normal((70, 136)).astype(np.float32)
-    Bt = rng.standard_normal((40, 136)).astype(np.float32)
-    A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
-    A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
+    A, Bt, A_words, Bt_words, want, scale = _bf16_operands(rng, 70, 40, 136)
     C = gpulib.poisoned((70, 40))
     tc_gemm.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
-    gpulib.validate(C, A_bf @ Bt_bf.T, scale=(np.abs(A_bf) @ np.abs(Bt_bf).T).max(), name="v6 bf16")
+    gpulib.validate(C, want, scale=scale, name="v6 bf16")
     assert np.abs(C.copy_to_host() - A.astype(np.float64) @ Bt.T.astype(np.float64)).max() > 1e-3  # rounding shows
-    with pytest.raises(ValueError, match=r"A \[M, K\] must hold uint16, not float16"):
+    with pytest.raises(ValueError, match=r"A \[M, K\] must have dtype uint16, not float16"):
         tc_gemm.launch(cuda.to_device(A.astype(np.float16)), cuda.to_device(Bt_words), C, version="v6", operands="bf16")
     with pytest.raises(ValueError, match=r"operands must be one of \('fp16', 'bf16'\), not 'fp8'"):
         tc_gemm.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version="v6", operands="fp8")
@@ -356,15 +362,11 @@ def test_every_version_of_the_ladder_takes_the_same_operands(rng, version):
 
 @pytest.mark.parametrize("version", tc_gemm.WGMMA_VERSIONS)
 def test_bf16_runs_in_every_config_of_the_wgmma_versions(rng, version):
-    from gpulib import precision
-
-    A, Bt = rng.standard_normal((70, 72)).astype(np.float32), rng.standard_normal((40, 72)).astype(np.float32)
-    A_words, Bt_words = precision.bf16_bits(A), precision.bf16_bits(Bt)
-    A_bf, Bt_bf = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_words, Bt_words))
+    _, _, A_words, Bt_words, want, scale = _bf16_operands(rng, 70, 40, 72)
     for config in tc_gemm.CONFIGS[version][0]:
         C = gpulib.poisoned((70, 40))
         tc_gemm.launch(cuda.to_device(A_words), cuda.to_device(Bt_words), C, version=version, config=config, operands="bf16")
-        gpulib.validate(C, A_bf @ Bt_bf.T, scale=(np.abs(A_bf) @ np.abs(Bt_bf).T).max(), name=f"{version} bf16 {config}")
+        gpulib.validate(C, want, scale=scale, name=f"{version} bf16 {config}")
 
 
 def test_the_launcher_refuses_bad_preconditions_before_any_launch(monkeypatch):
@@ -388,8 +390,8 @@ def test_the_launcher_refuses_bad_preconditions_before_any_launch(monkeypatch):
          "must be C-contiguous"),
         (dict(A=f16(32, 32), Bt=f16(32, 16), C=C, version="v6"), "need the same K"),
         (dict(A=f16(32, 32), Bt=f16(32, 32), C=cuda.device_array((32, 32), np.float16), version="v7"),
-         r"C \[M, N\] must hold float32"),
-        (dict(A=f16(32, 32), Bt=f16(32, 32, 1), C=C, version="v7"), "Bt must be 2-D"),
+         r"C \[M, N\] must have dtype float32, not float16"),
+        (dict(A=f16(32, 32), Bt=f16(32, 32, 1), C=C, version="v7"), r"Bt \[N, K\] must be 2-D, but has shape \(32, 32, 1\)"),
     ]
     for kwargs, message in cases:
         with pytest.raises(ValueError, match=message):

@@ -64,7 +64,6 @@ def _table_bytes(X_shape, W_shape, padding, stride) -> int:
     return 12 * W_shape[1] * W_shape[2] * W_shape[3]
 
 
-
 _TABLE = [
     Algorithm(
         name="direct",

@@ -52,23 +52,10 @@ def plot_roofline(rows: list[dict], limits: dict, measured: dict | None = None, 
             label=f"{precision} 지붕 (데이터시트: {limits[precision] / roofline.TB:.0f} TFLOP/s, "
             f"HBM {limits['hbm'] / roofline.TB:.2f} TB/s)",
         )
-    if measured:
-        ax.axhline(measured["cublas_fp32"] / roofline.TB, color="gray", linestyle=":", linewidth=1)
-        ax.text(
-            0.12,
-            measured["cublas_fp32"] / roofline.TB * 1.08,
-            f"측정: cuBLAS fp32 {measured['cublas_fp32'] / roofline.TB:.0f}",
-            fontsize=7,
-            color="gray",
-        )
-        ax.axhline(measured["cublas_fp16"] / roofline.TB, color="gray", linestyle=":", linewidth=1)
-        ax.text(
-            0.12,
-            measured["cublas_fp16"] / roofline.TB * 1.08,
-            f"측정: cuBLAS fp16 {measured['cublas_fp16'] / roofline.TB:.0f}",
-            fontsize=7,
-            color="gray",
-        )
+    for precision in ("fp32", "fp16") if measured else ():
+        rate = measured[f"cublas_{precision}"] / roofline.TB
+        ax.axhline(rate, color="gray", linestyle=":", linewidth=1)
+        ax.text(0.12, rate * 1.08, f"측정: cuBLAS {precision} {rate:.0f}", fontsize=7, color="gray")
     seen = set()
     for r in rows:
         if not r["flop"]:

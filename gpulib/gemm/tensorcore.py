@@ -65,12 +65,7 @@ OPERANDS = {"fp16": np.float16, "bf16": np.uint16}  # bf16 operands as uint16 ar
 def _require_operand(X, name: str, dtype, layout: str) -> None:
     if not is_device_array(X):
         raise ValueError(f"{name} {layout} must be a device array (matmul_tc takes NumPy arrays), not {type(X).__name__}")
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D {layout}, not {X.ndim}-D {tuple(X.shape)}")
-    if np.dtype(X.dtype) != dtype:
-        raise ValueError(f"{name} {layout} must hold {np.dtype(dtype).name}, not {np.dtype(X.dtype).name}")
-    if X.strides != (X.shape[1] * X.dtype.itemsize, X.dtype.itemsize):
-        raise ValueError(f"{name} {layout} must be C-contiguous (rows one after another), not strides {X.strides}")
+    require(X, name, 2, dtype=dtype, layout=layout)  # 2-D, dtype, C-contiguous, not empty
 
 
 def check_launch(A, Bt, C, *, version: str, config: str | None = None, operands: str = "fp16") -> str | None:

@@ -36,6 +36,7 @@ import numpy as np
 from gpulib.arrays import is_device_array, to_device, to_host
 from gpulib.check import ValidationError, poisoned, unwritten_mask, validate
 from gpulib.env import cuda, on_gpu
+from gpulib.simulator import ON_CHIP_ARRAY_MODULES as _SIMULATED_ON_CHIP  # where shared/local arrays are made
 from gpulib.trace import trace
 
 # One launch on the simulator (or one call of a student's function) gets this long;
@@ -583,7 +584,6 @@ def written_once(t, name: str, what: str) -> None:
                                         f"쓰면(원자적 연산 없이) 마지막 것만 남는다. 원소마다 스레드 하나가 값을 모아 한 번 써라.")
 
 
-from gpulib.simulator import ON_CHIP_ARRAY_MODULES as _SIMULATED_ON_CHIP  # noqa: E402
 
 
 @contextmanager
