@@ -43,6 +43,7 @@ from gpulib.conv import tensorcore as tc_conv
 from gpulib.env import cuda
 from gpulib.gemm import tensorcore as tc_gemm
 from gpulib.gemm.kernels import block_threads
+from gpulib.results import ratio_text
 from gpulib.timing import benchmark
 
 RESULTS = measuring.RESULTS_DIR / "cudnn_tensorcore.json"
@@ -557,13 +558,13 @@ def table(results: dict, parts=PARTS) -> str:
             rows = autotune.table(ranking).splitlines()
             rows[0] += f" {'of cuDNN':>9}"
             for i, r in enumerate(layer["ranking"], 1):
-                rows[i] += f" {measuring.ratio_text(r['vs_library']):>9}" if r["vs_library"] else ""
+                rows[i] += f" {ratio_text(r['vs_library']):>9}" if r["vs_library"] else ""
             if ranking and ranking[0].status == "ok":
                 rows[1] += "  <- the auto-tuner's pick"
             err = "-" if library["rel_err"] is None else f"{library['rel_err']:.1e}"
             rows.append(
                 f"{'-':>4} {'cuDNN fp32 (torch, benchmark=True)':<47} {'library':<14} "
-                f"{library['ms']:8.3f} {'':>9} {err:>8} {measuring.ratio_text(1.0):>9}"
+                f"{library['ms']:8.3f} {'':>9} {err:>8} {ratio_text(1.0):>9}"
             )
             lines += ["  " + line for line in rows]
     engines = results.get("cudnn_engines", {})

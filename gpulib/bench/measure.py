@@ -28,7 +28,7 @@ from gpulib.arrays import to_host
 from gpulib.check import validate
 from gpulib.env import device_name, on_gpu
 from gpulib.gemm.kernels import REGISTERS_PER_SM
-from gpulib.results import ratio_text, short_name  # noqa: F401  (M.ratio_text, M.short_name in the benchmarks)
+from gpulib.results import ratio_text
 from gpulib.timing import benchmark
 
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
