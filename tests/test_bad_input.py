@@ -1,85 +1,32 @@
 """Every public entry point refuses malformed input with a ValueError (or TypeError) that names
-the argument, before any kernel launches (launches are counted on the simulator)."""
+the argument, before any kernel launches (launches are counted on the simulator).
+
+The entry points and the kinds of their arguments are the table of tests/entry_points.py; the
+ways to get each kind wrong are tests/sweep.py's. ``test_every_public_name_is_swept_or_internal``
+lists the package itself, so a new public function fails here until it is in the table.
+"""
+
+import importlib
+import inspect
+import pkgutil
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import entry_points
 import gpulib
+import sweep
 from gpulib import cnn, gemm, mlp
-from gpulib.conv import autotune, direct, fft, front, im2col, implicit_gemm, winograd
+from gpulib.conv import direct, fft, front, im2col, implicit_gemm, winograd
 from gpulib.conv import tensorcore as tc_conv
 from gpulib.gemm import tensorcore as tc_gemm
 
 pytestmark = pytest.mark.skipif(not gpulib.on_simulator(), reason="launches are counted on the simulator")
 
 f32 = np.float32
-
-
-def _arrays(rng, **shapes):
-    return {name: rng.standard_normal(shape).astype(f32) for name, shape in shapes.items()}
-
-
-def _conv_args(rng):
-    args = _arrays(rng, X=(2, 3, 6, 5), W=(4, 3, 3, 3), b=(4,))
-    return dict(args, padding=1, stride=1)
-
-
-def _labels(n, classes=5):
-    return np.arange(n, dtype=np.int32) % classes
-
-
-# name -> (valid arguments, call, the arguments that are arrays, the integer arguments and their minimum)
-ENTRY_POINTS = {
-    "mlp.layer_forward": (lambda r: dict(_arrays(r, W=(3, 4), b=(3,), h_prev=(4,))),
-                          lambda a: mlp.layer_forward(a["W"], a["b"], a["h_prev"]), ("W", "b", "h_prev"), {}),
-    "mlp.dense_forward": (lambda r: _arrays(r, X=(3, 4), W=(2, 4), b=(2,)),
-                          lambda a: mlp.dense_forward(a["X"], a["W"], a["b"]), ("X", "W", "b"), {}),
-    "mlp.dense_backward": (lambda r: _arrays(r, X=(3, 4), W=(2, 4), H=(3, 2), dH=(3, 2)),
-                           lambda a: mlp.dense_backward(a["X"], a["W"], a["H"], a["dH"]), ("X", "W", "H", "dH"), {}),
-    "mlp.sgd_update": (lambda r: dict(theta=gpulib.cuda.to_device(r.standard_normal(6).astype(f32)),
-                                      grad=r.standard_normal(6).astype(f32)),
-                       lambda a: mlp.sgd_update(a["theta"], a["grad"], 0.1), ("grad",), {}),
-    "mlp.softmax_cross_entropy": (lambda r: dict(_arrays(r, Z=(3, 5)), labels=_labels(3)),
-                                  lambda a: mlp.softmax_cross_entropy(a["Z"], a["labels"]), ("Z", "labels"), {}),
-    "mlp.softmax_cross_entropy_backward": (
-        lambda r: dict(P=np.full((3, 5), 0.2, f32), labels=_labels(3)),
-        lambda a: mlp.softmax_cross_entropy_backward(a["P"], a["labels"]), ("P", "labels"), {}),
-    "cnn.relu": (lambda r: _arrays(r, Z=(2, 3, 4, 4)), lambda a: cnn.relu(a["Z"]), ("Z",), {}),
-    "cnn.relu_backward": (lambda r: _arrays(r, H=(2, 3, 4, 4), dH=(2, 3, 4, 4)),
-                          lambda a: cnn.relu_backward(a["H"], a["dH"]), ("H", "dH"), {}),
-    "cnn.max_pool2d": (lambda r: dict(_arrays(r, X=(2, 3, 4, 4)), size=2),
-                       lambda a: cnn.max_pool2d(a["X"], a["size"]), ("X",), {"size": 1}),
-    "cnn.avg_pool2d": (lambda r: dict(_arrays(r, X=(2, 3, 4, 4)), size=2),
-                       lambda a: cnn.avg_pool2d(a["X"], a["size"]), ("X",), {"size": 1}),
-    "cnn.max_pool2d_backward": (
-        lambda r: dict(_arrays(r, dY=(2, 3, 2, 2)), argmax=np.zeros((2, 3, 2, 2), np.int32), size=2),
-        lambda a: cnn.max_pool2d_backward(a["dY"], a["argmax"], (2, 3, 4, 4), a["size"]), ("dY", "argmax"),
-        {"size": 1}),
-    "cnn.avg_pool2d_backward": (lambda r: dict(_arrays(r, dY=(2, 3, 2, 2)), size=2),
-                                lambda a: cnn.avg_pool2d_backward(a["dY"], (2, 3, 4, 4), a["size"]), ("dY",),
-                                {"size": 1}),
-    "cnn.conv2d_backward": (lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32)),
-                            lambda a: cnn.conv2d_backward(a["X"], a["W"], a["dY"], a["padding"], a["stride"]),
-                            ("X", "W", "dY"), {"padding": 0, "stride": 1}),
-    "conv.im2col": (lambda r: dict(_arrays(r, X=(2, 3, 6, 5)), R=3, padding=1, stride=1),
-                    lambda a: im2col.im2col(a["X"], a["R"], 3, a["padding"], a["stride"]), ("X",),
-                    {"R": 1, "padding": 0, "stride": 1}),
-    "conv.col2im": (lambda r: dict(_arrays(r, dX_col=(27, 60)), R=3, padding=1, stride=1),
-                    lambda a: im2col.col2im(a["dX_col"], (2, 3, 6, 5), a["R"], 3, a["padding"], a["stride"]),
-                    ("dX_col",), {"R": 1, "padding": 0, "stride": 1}),
-    "conv.conv2d_im2col_backward": (
-        lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32)),
-        lambda a: im2col.conv2d_im2col_backward(a["X"], a["W"], a["dY"], a["padding"], a["stride"]),
-        ("X", "W", "dY"), {"padding": 0, "stride": 1}),
-    "gemm.matmul": (lambda r: _arrays(r, A=(5, 4), B=(4, 3)), lambda a: gemm.matmul(a["A"], a["B"]), ("A", "B"), {}),
-    "tensorcore.matmul_tc": (lambda r: _arrays(r, A=(5, 4), B=(4, 3)), lambda a: tc_gemm.matmul_tc(a["A"], a["B"]),
-                             ("A", "B"), {}),
-    "autotune.find_algorithms": (_conv_args, lambda a: autotune.find_algorithms(
-        a["X"], a["W"], a["b"], a["padding"], a["stride"], timer=lambda fn, label: None),
-        ("X", "W", "b"), {"padding": 0, "stride": 1}),
-}
+_conv_args = entry_points._conv_args
 CONVOLUTIONS = {
     "direct": direct.conv2d_direct,
     "im2col": im2col.conv2d_im2col,
@@ -93,95 +40,95 @@ CONVOLUTIONS = {
     "registry": front.conv2d,
     "cnn layer": cnn.conv2d_forward,
 }
-for _name, _conv in CONVOLUTIONS.items():
-    ENTRY_POINTS[f"conv {_name}"] = (
-        _conv_args,
-        lambda a, conv=_conv: conv(a["X"], a["W"], a["b"], a["padding"], a["stride"]),
-        ("X", "W", "b"),
-        {"padding": 0, "stride": 1},
-    )
+
+# the layers a reader or a program calls; bench/ (GPU measurement scripts run by benchmarks/),
+# figures/ (pictures and widgets of stored results) and grading/ (the instructor's checks, whose
+# input is a student's code, screened by the clean room: tests/test_cleanroom.py) are not
+SWEPT_LAYERS = ("gpulib.bench", "gpulib.figures", "gpulib.grading")
 
 
-ANY_SHAPE = {"cnn.relu"}  # element-wise on an array of any number of dimensions
-ANY_FLOAT = {"tensorcore.matmul_tc"}  # rounds any real floating-point input to fp16
-
-
-def _bad_arrays(a: np.ndarray, any_shape: bool = False, any_float: bool = False) -> list:
-    """Ways to get an array argument wrong that no entry point may accept."""
-    bad = [
-        a.tolist(),
-        None,
-        "X",
-        np.zeros((0,) + a.shape[1:], a.dtype),
-        a.astype(np.complex64) if any_float else a.astype(np.int32) if a.dtype == f32 else a.astype(f32),
-    ]
-    if not any_float:
-        bad += [a.astype(np.float64) if a.dtype == f32 else a.astype(np.int64), a.astype(a.dtype.newbyteorder(">"))]
-    if not any_shape:
-        bad += [a[None]] + ([a[0]] if a.ndim > 1 else [])  # one axis more or fewer
-    if a.ndim > 1:
-        bad += [np.swapaxes(np.ascontiguousarray(np.swapaxes(a, 0, -1)), 0, -1)]  # not C-order
-    else:
-        bad += [np.repeat(a, 2)[::2]]  # a strided view
-    return bad
-
-
-def _bad_integers(least: int) -> list:
-    """Ways to get an integer argument of at least ``least`` wrong."""
-    return [least - 1, least - 5, float(max(least, 1)), "2", None, True]
-
-
-@pytest.fixture(autouse=True)
-def launches(monkeypatch):
+def _public_names():
+    """(qualified name, object) of every public function, class and method of the swept layers that
+    takes an argument (what takes none has nothing to refuse)."""
     from numba.cuda.simulator.kernel import FakeCUDAKernel
 
-    counter = {"n": 0}
-    original = FakeCUDAKernel.__getitem__
+    for info in pkgutil.walk_packages(gpulib.__path__, "gpulib."):
+        if info.name.startswith(SWEPT_LAYERS) or "._" in info.name:
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if name.startswith("_") or isinstance(obj, FakeCUDAKernel) or getattr(obj, "__module__", None) != info.name:
+                continue
+            if inspect.isclass(obj):
+                if issubclass(obj, BaseException):
+                    continue
+                yield from _if_it_takes_arguments(f"{info.name}.{name}", obj)
+                for attr, member in vars(obj).items():
+                    if inspect.isfunction(member) and (not attr.startswith("_") or attr == "__call__"):
+                        yield from _if_it_takes_arguments(f"{info.name}.{name}.{attr}", member, method=True)
+                    elif isinstance(member, classmethod):
+                        yield from _if_it_takes_arguments(f"{info.name}.{name}.{attr}", member.__func__, method=True)
+            elif inspect.isfunction(obj):
+                yield from _if_it_takes_arguments(f"{info.name}.{name}", obj)
 
-    def counted(self, configuration):
-        counter["n"] += 1
-        return original(self, configuration)
 
-    monkeypatch.setattr(FakeCUDAKernel, "__getitem__", counted)
-    return counter
-
-
-@pytest.mark.parametrize("name", list(ENTRY_POINTS))
-def test_the_valid_call_of_each_entry_point_runs(name, rng, launches):
-    make, call, _, _ = ENTRY_POINTS[name]
-    call(make(rng))  # the base arguments are valid: the checks below refuse only what was broken
-    assert launches["n"] > 0 or name == "conv fft"
+def _if_it_takes_arguments(qualified, obj, method=False):
+    try:
+        parameters = list(inspect.signature(obj).parameters)
+    except (TypeError, ValueError):
+        parameters = ["?"]
+    if len(parameters) > (1 if method else 0):
+        yield qualified, obj
 
 
-@settings(
-    max_examples=120 if gpulib.on_simulator() else 1, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(data=st.data())
-def test_malformed_input_is_refused_before_any_launch(data, launches):
-    name = data.draw(st.sampled_from(sorted(ENTRY_POINTS)), label="entry point")
-    make, call, arrays, integers = ENTRY_POINTS[name]
-    args = make(np.random.default_rng(data.draw(st.integers(0, 2**31), label="seed")))
-    targets = [a for a in arrays] + list(integers)
-    target = data.draw(st.sampled_from(targets), label="argument")
-    if target in integers:
-        least = integers[target]
-        value = data.draw(st.sampled_from(_bad_integers(least)), label="value")
-    else:
-        bad = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)
-        value = data.draw(st.sampled_from([v for v in bad if not (v is None and target == "b")]), label="value")
-    args[target] = value
-    launches["n"] = 0
-    with pytest.raises((ValueError, TypeError)) as err:
-        call(args)
-    assert launches["n"] == 0, f"{name} launched {launches['n']} kernel(s) before refusing {target}"
-    assert err.type is ValueError or "argument" in str(err.value) or target in str(err.value)
+def test_every_public_name_is_swept_or_internal():
+    names = dict(_public_names())
+    missing = sorted(n for n in names if n not in entry_points.ENTRIES and not entry_points.internal(n))
+    assert not missing, f"public entry points the sweep does not cover (add them to tests/entry_points.py): {missing}"
+    stale = sorted(n for n in entry_points.ENTRIES if n not in names)
+    assert not stale, f"the table names what the package no longer has: {stale}"
+    assert len(entry_points.ENTRIES) >= 150
+
+
+def test_the_listing_sees_a_new_public_function(monkeypatch):
+    monkeypatch.setattr(gpulib.precision, "brand_new", lambda x: x, raising=False)
+    gpulib.precision.brand_new.__module__ = "gpulib.precision"
+    assert "gpulib.precision.brand_new" in dict(_public_names())
+
+
+ALL = [(name, i) for name, entries in sorted(entry_points.ENTRIES.items()) for i in range(len(entries))]
+
+
+@pytest.mark.parametrize("name, i", ALL, ids=[f"{n}#{i}" for n, i in ALL])
+def test_the_valid_call_runs(name, i, rng, monkeypatch):
+    entry = entry_points.ENTRIES[name][i]
+    with sweep.counting(monkeypatch) as counter:
+        if entry.gpu_only:
+            with pytest.raises((ValueError, RuntimeError), match="GPU"):
+                entry.call(entry.make(rng))
+            return
+        entry.call(entry.make(rng))  # the base arguments are valid: the sweep refuses only what it broke
+        assert counter.n > 0 or not entry.launches
+
+
+@pytest.mark.parametrize("name, i", ALL, ids=[f"{n}#{i}" for n, i in ALL])
+def test_every_wrong_argument_is_refused_before_any_launch(name, i, monkeypatch):
+    entry = entry_points.ENTRIES[name][i]
+    with sweep.counting(monkeypatch) as counter:
+        problems = sweep.failures(entry, 0, counter, entry_points.accepted(name))
+    assert not problems, f"{name}: " + "\n".join(problems)
+
+@pytest.fixture
+def launches(monkeypatch):
+    with sweep.counting(monkeypatch) as counter:
+        yield counter
 
 
 def _refused(launches, call, message, error=ValueError):
-    launches["n"] = 0
+    launches.n = 0
     with pytest.raises(error, match=message):
         call()
-    assert launches["n"] == 0, f"{launches['n']} kernel(s) launched before the error"
+    assert launches.n == 0, f"{launches['n']} kernel(s) launched before the error"
 
 
 def test_outputs_and_selectors_are_checked_before_any_launch(rng, launches):
@@ -331,36 +278,7 @@ def test_a_wrong_out_is_refused_before_any_launch(name, bad, launches):
             gpulib.cuda.to_device(np.zeros(shape[::-1], f32)).T if len(shape) > 1 and shape[0] > 1 else "out"
         ),
     }[bad]()
-    launches["n"] = 0
+    launches.n = 0
     with pytest.raises((ValueError, TypeError)):
         call(X, W, b, 1, 1, out=out)
-    assert launches["n"] == 0, f"{name} launched {launches['n']} kernel(s) before refusing out ({bad})"
-
-
-def _every_corruption():
-    for name in sorted(ENTRY_POINTS):
-        make, _, arrays, integers = ENTRY_POINTS[name]
-        args = make(np.random.default_rng(0))
-        for target in arrays:
-            bad = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)
-            for i, value in enumerate(bad):
-                if not (value is None and target == "b"):
-                    yield name, target, i
-        for target, least in integers.items():
-            for i in range(len(_bad_integers(least))):
-                yield name, target, -1 - i
-
-
-@pytest.mark.parametrize("name, target, which", list(_every_corruption()))
-def test_every_corruption_of_every_argument_is_refused(name, target, which, launches):
-    """The same, exhaustively: every entry point, every argument, every way to break it."""
-    make, call, _, integers = ENTRY_POINTS[name]
-    args = make(np.random.default_rng(0))
-    if which >= 0:
-        args[target] = _bad_arrays(np.asarray(args[target]), name in ANY_SHAPE, name in ANY_FLOAT)[which]
-    else:
-        args[target] = _bad_integers(integers[target])[-1 - which]
-    launches["n"] = 0
-    with pytest.raises((ValueError, TypeError)):
-        call(args)
-    assert launches["n"] == 0, f"{name} launched {launches['n']} kernel(s) before refusing {target}"
+    assert launches.n == 0, f"{name} launched {launches['n']} kernel(s) before refusing out ({bad})"
