@@ -91,6 +91,9 @@ def _already_imported_backend() -> str:
 
 def choose() -> Choice:
     """Decide the backend and write it into Numba's configuration (without importing numba.cuda)."""
+    forced = os.environ.get(ENV_VAR, "").strip().lower()
+    if forced not in ("", "gpu", "sim", "ptx"):  # checked first, even when numba.cuda was imported already
+        raise ValueError(f"{ENV_VAR} must be 'gpu' or 'sim' (or 'ptx', compile only), not {forced!r}")
     if "numba.cuda" in sys.modules:
         name = _already_imported_backend()
         warnings.warn(
@@ -101,9 +104,6 @@ def choose() -> Choice:
         )
         return Choice(name, "numba.cuda was imported before gpulib; its backend was kept")
 
-    forced = os.environ.get(ENV_VAR, "").strip().lower()
-    if forced not in ("", "gpu", "sim", "ptx"):
-        raise ValueError(f"{ENV_VAR} must be 'gpu' or 'sim' (or 'ptx', compile only), not {forced!r}")
     if forced == "ptx":
         choice = Choice("gpu", f"{ENV_VAR}=ptx was set: kernels are compiled for compute capability 9.0, never run",
                         compile_only=True)

@@ -17,9 +17,24 @@ LAYERS = {
 }
 
 
+KEYS = ("N", "C", "H", "W", "K", "R", "S", "padding", "stride")
+
+
+def check_layer(layer) -> dict:
+    """A layer dict with every key of KEYS, of valid sizes (a ValueError naming ``layer`` otherwise)."""
+    if not isinstance(layer, dict) or any(k not in layer for k in KEYS):
+        raise ValueError(f"layer must be a dict with the keys {KEYS}, not {layer!r:.80}")
+    try:
+        shapes_output_shape((layer["N"], layer["C"], layer["H"], layer["W"]), (layer["K"], layer["C"], layer["R"],
+                                                                              layer["S"]), layer["padding"], layer["stride"])
+    except ValueError as err:
+        raise ValueError(f"layer: {err}") from None
+    return layer
+
+
 def shapes(layer: dict) -> tuple[tuple, tuple]:
     """(X's shape [N, C, H, W], W's shape [K, C, R, S])."""
-    L = layer
+    L = check_layer(layer)
     return (L["N"], L["C"], L["H"], L["W"]), (L["K"], L["C"], L["R"], L["S"])
 
 
@@ -36,7 +51,7 @@ def flop(layer: dict = LAYER) -> float:
 
 def describe(layer: dict = LAYER) -> str:
     """A short title: "conv 3x3, N=32 C=64 56x56 K=64"."""
-    L = layer
+    L = check_layer(layer)
     return f"conv {L['R']}x{L['S']}, N={L['N']} C={L['C']} {L['H']}x{L['W']} K={L['K']}"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import math
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,7 +95,7 @@ _IDX_TYPES = {
 
 def read_idx(path) -> np.ndarray:
     """Read one IDX file (plain or .gz), e.g. MNIST's train-images-idx3-ubyte.gz."""
-    path = Path(path)
+    path = _path(path, "path")
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as f:
@@ -114,7 +115,7 @@ def read_idx(path) -> np.ndarray:
         raise ValueError(f"{path}: header promises {ndim} dimensions but the file ends early")
     shape = struct.unpack(f">{ndim}I", raw[4:header])
     dtype = _IDX_TYPES[type_code]
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize  # Python integers: a header's product cannot overflow
     if len(raw) - header != expected:
         raise ValueError(
             f"{path}: shape {shape} of {dtype} needs {expected} data bytes, "
@@ -123,16 +124,23 @@ def read_idx(path) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
 
 
+def _path(path, name: str) -> Path:
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"{name} must be a file or folder name (str or pathlib.Path), not {type(path).__name__}")
+    return Path(path)
+
+
 def write_idx(path, array: np.ndarray) -> None:
     """Write ``array`` as an IDX file (gzipped if the name ends in .gz); the inverse of read_idx."""
-    array = np.asarray(array)
+    path = _path(path, "path")
+    if not isinstance(array, np.ndarray):
+        raise ValueError(f"array must be a NumPy array, not {type(array).__name__}")
     for code, idx_dtype in _IDX_TYPES.items():
         if (array.dtype.kind, array.dtype.itemsize) == (idx_dtype.kind, idx_dtype.itemsize):
             break
     else:
-        raise ValueError(f"IDX cannot store dtype {array.dtype}")
+        raise ValueError(f"array: IDX cannot store dtype {array.dtype}")
     header = struct.pack(f">HBB{array.ndim}I", 0, code, array.ndim, *array.shape)
-    path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "wb") as f:
         f.write(header + array.astype(idx_dtype).tobytes())
@@ -144,7 +152,10 @@ def load_mnist(directory, test_fraction: float | None = None) -> Split:
     Images become float32 rows of 784 pixels in [0, 1]. The official train/test split is
     used unless ``test_fraction`` asks for a fresh one.
     """
-    directory = Path(directory)
+    directory = _path(directory, "directory")
+    if test_fraction is not None and (isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float))
+                                      or not 0 < test_fraction < 1):
+        raise ValueError(f"test_fraction must be None or lie between 0 and 1, not {test_fraction!r}")
 
     def find(stem):
         for name in (stem, stem + ".gz"):
@@ -158,6 +169,8 @@ def load_mnist(directory, test_fraction: float | None = None) -> Split:
             raise ValueError(f"{stem}: images must be 3-D [n, rows, cols], got shape {arr.shape}")
         if arr.dtype != np.uint8:  # pixels / 255 lie in [0, 1] only for bytes
             raise ValueError(f"{stem}: images must be unsigned bytes (IDX type 0x08, pixels 0..255), not {arr.dtype}")
+        if arr.shape[0] == 0:
+            raise ValueError(f"{stem}: the file holds no images (shape {arr.shape})")
         return (arr.reshape(arr.shape[0], -1) / 255.0).astype(np.float32)
 
     def labels(stem):
@@ -171,6 +184,9 @@ def load_mnist(directory, test_fraction: float | None = None) -> Split:
 
     X_train, y_train = images("train-images-idx3-ubyte"), labels("train-labels-idx1-ubyte")
     X_test, y_test = images("t10k-images-idx3-ubyte"), labels("t10k-labels-idx1-ubyte")
+    if X_train.shape[1] != X_test.shape[1]:
+        raise ValueError(f"t10k-images-idx3-ubyte: test images have {X_test.shape[1]} pixels but the training "
+                         f"images {X_train.shape[1]}: they must be the same size")
     for X, y, part in ((X_train, y_train, "train"), (X_test, y_test, "test")):
         if len(X) != len(y):
             raise ValueError(f"MNIST {part}: {len(X)} images but {len(y)} labels")

@@ -32,11 +32,20 @@ def _round_mantissa(x: np.ndarray, keep: int) -> np.ndarray:
     return np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
 
 
+def _real(x, name: str, ndim: int | None) -> np.ndarray:
+    """``x`` as float32: real numbers of ``ndim`` dimensions (any for None), not empty."""
+    a = np.asarray(x) if not isinstance(x, str) else np.asarray([])
+    if isinstance(x, str) or x is None or a.dtype.kind not in "iuf" or a.size == 0 or (ndim is not None and a.ndim != ndim):
+        raise ValueError(f"{name} must be a non-empty array of real numbers" + (f", {ndim}-D" if ndim else "")
+                         + f", not {type(x).__name__}" + (f" of {a.dtype} {a.shape}" if not isinstance(x, str) else ""))
+    return a.astype(np.float32)
+
+
 def round_to(x, fmt: str) -> np.ndarray:
     """``x`` rounded to the format ``fmt`` and stored as float32."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
-    x = np.asarray(x, np.float32)
+    x = _real(x, "x", None)
     if fmt == "fp32":
         return x.copy()
     if fmt == "fp16":
@@ -63,16 +72,25 @@ def unit_roundoff(fmt: str) -> float:
 
 def gemm_errors(A, B) -> dict:
     """For each format: max |C - C64| / max |C64| of the product with operands rounded to the
-    format and fp32 accumulation (what tensor cores do), C64 the float64 product."""
-    A, B = np.asarray(A, np.float32), np.asarray(B, np.float32)
+    format and fp32 accumulation (what tensor cores do), C64 the float64 product. An all-zero
+    product is a ValueError: a relative error of it means nothing."""
+    A, B = _real(A, "A", 2), _real(B, "B", 2)
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"inner dimensions do not match: A is {A.shape} and B is {B.shape}")
     exact = A.astype(np.float64) @ B.astype(np.float64)
     scale = np.abs(exact).max()
+    if not np.isfinite(scale) or scale == 0:
+        raise ValueError(f"A·B is {'all zero' if scale == 0 else 'not finite'}: its relative error is not defined "
+                         "(A and B need finite, not all-zero values)")
     return {fmt: float(np.abs(round_to(A, fmt) @ round_to(B, fmt) - exact).max() / scale) for fmt in FORMATS}
 
 
 def fp16_underflow(values, scale: float = 1.0) -> float:
     """The fraction of non-zero ``values`` that become 0 in fp16 after multiplying by ``scale``."""
-    v = np.asarray(values, np.float32)
+    v = _real(values, "values", None)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)) or not (
+            np.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a positive finite number, not {scale!r}")
     nonzero = v != 0
     with np.errstate(over="ignore"):
         lost = (v * np.float32(scale)).astype(np.float16) == 0

@@ -9,13 +9,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.shapes import conv_output_size
+from gpulib.arrays import require_int
+from gpulib.shapes import conv_output_size, output_shape, require_shape
 
 ACTIVATIONS = ("identity", "relu", "sigmoid", "tanh")
 
 
-def _f64(*arrays):
-    return [np.asarray(a, dtype=np.float64) for a in arrays]
+def _real(a, name: str, layout: str | None = None) -> np.ndarray:
+    """``a`` as float64 (any real numbers, NumPy or lists): ValueError naming ``name`` for None, text,
+    complex numbers, an empty array, or another number of dimensions than ``layout`` names."""
+    try:
+        x = np.asarray(a)
+    except Exception as err:  # ragged lists
+        raise ValueError(f"{name} must be an array of real numbers: {err}") from None
+    if x.dtype.kind not in "biuf" or x.dtype.kind == "b":
+        raise ValueError(f"{name} must hold real numbers, not {type(a).__name__} of {x.dtype}")
+    if layout is not None and x.ndim != len(layout.strip("[]").split(", ")):
+        raise ValueError(f"{name} must be {layout}, a {len(layout.strip('[]').split(', '))}-D array, not shape {x.shape}")
+    if x.size == 0:
+        raise ValueError(f"{name} is empty (shape {x.shape})")
+    return x.astype(np.float64)
+
+
+def _sizes_agree(what: str, got: int, want: int) -> None:
+    if got != want:
+        raise ValueError(f"{what}: {got}, but must be {want}")
+
+
+def _labels(labels, n: int, classes: int) -> np.ndarray:
+    y = np.asarray(labels)
+    if y.ndim != 1 or y.dtype.kind not in "iu" or len(y) != n:
+        raise ValueError(f"labels must be {n} integer class numbers [N], not {type(labels).__name__} "
+                         f"of shape {np.shape(labels)}")
+    if n and (y.min() < 0 or y.max() >= classes):
+        raise ValueError(f"labels must lie in [0, {classes}) (the number of classes), found {y.min()}..{y.max()}")
+    return y
 
 
 def _check_activation(name: str) -> None:
@@ -27,7 +55,7 @@ def _check_activation(name: str) -> None:
 def activate(Z, activation: str):
     """σ(Z) element by element."""
     _check_activation(activation)
-    (Z,) = _f64(Z)
+    Z = _real(Z, "Z")
     if activation == "relu":
         return np.maximum(Z, 0.0)
     if activation == "sigmoid":
@@ -40,7 +68,7 @@ def activate(Z, activation: str):
 def activation_grad(H, activation: str):
     """σ'(Z) written in terms of the output H = σ(Z), which is what the backward pass keeps."""
     _check_activation(activation)
-    (H,) = _f64(H)
+    H = _real(H, "H")
     if activation == "relu":
         return (H > 0.0).astype(np.float64)
     if activation == "sigmoid":
@@ -53,14 +81,23 @@ def activation_grad(H, activation: str):
 # ---------------------------------------------------------------- 16.1: one layer
 def layer_forward(W, b, h_prev, activation: str = "relu"):
     """One layer for one sample: h = σ(W h_prev + b)."""
-    W, b, h_prev = _f64(W, b, h_prev)
+    W, b, h_prev = _real(W, "W", "[n_out, n_in]"), _real(b, "b", "[n_out]"), _real(h_prev, "h_prev", "[n_in]")
+    _sizes_agree("b's entries (W's rows)", len(b), W.shape[0])
+    _sizes_agree("h_prev's entries (W's columns)", len(h_prev), W.shape[1])
     return activate(W @ h_prev + b, activation)
 
 
 def dense_forward(X, W, b, activation: str = "relu"):
     """One layer for a batch (one sample per row): H = σ(X Wᵀ + b)."""
-    X, W, b = _f64(X, W, b)
+    X, W, b = _dense_args(X, W, b)
     return activate(X @ W.T + b, activation)
+
+
+def _dense_args(X, W, b):
+    X, W, b = _real(X, "X", "[N, n_in]"), _real(W, "W", "[n_out, n_in]"), _real(b, "b", "[n_out]")
+    _sizes_agree("X's columns (W's columns, n_in)", X.shape[1], W.shape[1])
+    _sizes_agree("b's entries (W's rows, n_out)", len(b), W.shape[0])
+    return X, W, b
 
 
 def dense_magnitude(X, W, b):
@@ -69,7 +106,7 @@ def dense_magnitude(X, W, b):
     Float32 rounding error in Z is proportional to this, not to |Z| (terms can cancel), so
     it is the fair ``scale`` for gpulib.validate.
     """
-    X, W, b = _f64(X, W, b)
+    X, W, b = _dense_args(X, W, b)
     return np.abs(X) @ np.abs(W).T + np.abs(b)
 
 
@@ -79,7 +116,11 @@ def dense_backward(X, W, H, dH, activation: str = "relu"):
     Returns (dX, dW, db): dZ = dH ⊙ σ'(Z), dX = dZ W (per sample: dx = Wᵀ dz),
     dW = dZᵀ X, db = Σ_n dZ.
     """
-    X, W, H, dH = _f64(X, W, H, dH)
+    X, W = _real(X, "X", "[N, n_in]"), _real(W, "W", "[n_out, n_in]")
+    H, dH = _real(H, "H", "[N, n_out]"), _real(dH, "dH", "[N, n_out]")
+    _sizes_agree("X's columns (W's columns, n_in)", X.shape[1], W.shape[1])
+    _sizes_agree("H's shape", H.shape, (X.shape[0], W.shape[0]))
+    _sizes_agree("dH's shape (H's)", dH.shape, H.shape)
     dZ = dH * activation_grad(H, activation)
     return dZ @ W, dZ.T @ X, dZ.sum(axis=0)
 
@@ -87,15 +128,15 @@ def dense_backward(X, W, H, dH, activation: str = "relu"):
 # ---------------------------------------------------------------- 16.1 / 16.2: softmax
 def softmax(Z):
     """Row-wise softmax, shifted by the row maximum so exp never overflows."""
-    (Z,) = _f64(Z)
+    Z = _real(Z, "Z", "[N, classes]")
     E = np.exp(Z - Z.max(axis=1, keepdims=True))
     return E / E.sum(axis=1, keepdims=True)
 
 
 def softmax_cross_entropy(Z, labels):
     """Per-sample loss -log softmax(Z)[label] and the probabilities P."""
-    (Z,) = _f64(Z)
-    labels = np.asarray(labels)
+    Z = _real(Z, "Z", "[N, classes]")
+    labels = _labels(labels, Z.shape[0], Z.shape[1])
     m = Z.max(axis=1, keepdims=True)
     log_sum = np.log(np.exp(Z - m).sum(axis=1)) + m[:, 0]
     loss = log_sum - Z[np.arange(len(Z)), labels]
@@ -104,7 +145,7 @@ def softmax_cross_entropy(Z, labels):
 
 def softmax_cross_entropy_grad(Z, labels):
     """∂(mean loss)/∂Z = (P - onehot(labels)) / N."""
-    _, P = softmax_cross_entropy(Z, labels)
+    _, P = softmax_cross_entropy(Z, labels)  # (checks Z and labels)
     P[np.arange(len(P)), np.asarray(labels)] -= 1.0
     return P / len(P)
 
@@ -112,9 +153,14 @@ def softmax_cross_entropy_grad(Z, labels):
 # ---------------------------------------------------------------- 16.1: a whole MLP
 def mlp_forward(params, X, activation: str = "relu"):
     """Activations of every layer [X, H1, ..., Z]; the last layer has no activation (logits)."""
-    (H,) = _f64(X)
+    H = _real(X, "X", "[N, n_in]")
+    if not isinstance(params, (list, tuple)) or not params:
+        raise ValueError(f"params must be a non-empty list of (W, b) pairs, not {params!r:.60}")
     outs = [H]
     for layer, (W, b) in enumerate(params):
+        if np.shape(W)[-1:] != H.shape[1:]:
+            raise ValueError(f"params[{layer}].W takes {np.shape(W)[-1:]} features but X (or the layer below) "
+                             f"gives {H.shape[1]}")
         last = layer == len(params) - 1
         H = dense_forward(H, W, b, "identity" if last else activation)
         outs.append(H)
@@ -147,6 +193,12 @@ def numerical_grad(f, x: np.ndarray, eps: float = 1e-6, indices=None):
 
     ``x`` is perturbed in place and restored; ``indices`` (default: all) are flat indices.
     """
+    if not callable(f):
+        raise ValueError(f"f must be a function of no arguments (returning the loss), not {type(f).__name__}")
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+        raise ValueError(f"x must be a floating-point NumPy array (perturbed in place), not {type(x).__name__}")
+    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a positive finite number, not {eps!r}")
     flat = x.reshape(-1)
     indices = range(flat.size) if indices is None else indices
     out = {}
@@ -168,10 +220,10 @@ def conv2d(X, W, b=None, padding: int = 0, stride: int = 1):
     X [N, C, H, W], W [K, C, R, S], Y [N, K, H', W']; Xpad is X with ``padding`` zeros on
     every side. Computed as R·S shifted matrix products, one per filter tap (r, s).
     """
-    X, W = _f64(X, W)
+    X, W, b = _conv_args(X, W, b, padding, stride)
     N, C, H, Wd = X.shape
     K, _, R, S = W.shape
-    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
+    _, _, Ho, Wo = output_shape(X.shape, W.shape, padding, stride)
     Xp = np.pad(X, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     Y = np.zeros((N, K, Ho, Wo))
     for r in range(R):
@@ -179,8 +231,17 @@ def conv2d(X, W, b=None, padding: int = 0, stride: int = 1):
             patch = Xp[:, :, r:r + stride * (Ho - 1) + 1:stride, s:s + stride * (Wo - 1) + 1:stride]
             Y += np.einsum("nchw,kc->nkhw", patch, W[:, :, r, s])
     if b is not None:
-        Y += np.asarray(b, dtype=np.float64)[None, :, None, None]
+        Y += b[None, :, None, None]
     return Y
+
+
+def _conv_args(X, W, b, padding, stride):
+    X, W = _real(X, "X", "[N, C, H, W]"), _real(W, "W", "[K, C, R, S]")
+    output_shape(X.shape, W.shape, padding, stride)  # channels, filter size, padding and stride
+    if b is not None:
+        b = _real(b, "b", "[K]")
+        _sizes_agree("b's entries (W's filters, K)", len(b), W.shape[0])
+    return X, W, b
 
 
 def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1):
@@ -189,7 +250,9 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1):
     dX is the transposed convolution (each dY element sends W back over the window it came
     from); dW is another convolution, of X with dY; db sums dY over n, y and x.
     """
-    X, W, dY = _f64(X, W, dY)
+    X, W, _ = _conv_args(X, W, None, padding, stride)
+    dY = _real(dY, "dY", "[N, K, H', W']")
+    _sizes_agree("dY's shape (Y's)", dY.shape, output_shape(X.shape, W.shape, padding, stride))
     N, C, H, Wd = X.shape
     K, _, R, S = W.shape
     Ho, Wo = dY.shape[2], dY.shape[3]
@@ -208,14 +271,17 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1):
 
 def conv2d_magnitude(X, W, b=None, padding: int = 0, stride: int = 1):
     """conv2d of |X| with |W| (+|b|): the size of the terms summed into each output element."""
-    return conv2d(np.abs(np.asarray(X, np.float64)), np.abs(np.asarray(W, np.float64)),
-                  None if b is None else np.abs(np.asarray(b, np.float64)), padding, stride)
+    X, W, b = _conv_args(X, W, b, padding, stride)
+    return conv2d(np.abs(X), np.abs(W), None if b is None else np.abs(b), padding, stride)
 
 
 # ---------------------------------------------------------------- 16.2: pooling
 def _windows(X, size: int):
-    X = np.asarray(X, dtype=np.float64)
+    X = _real(X, "X", "[N, C, H, W]")
+    size = require_int(size, "size", 1)
     N, C, H, Wd = X.shape
+    if size > min(H, Wd):
+        raise ValueError(f"size {size}: the pooling window is larger than the {H}x{Wd} image")
     Ho, Wo = H // size, Wd // size
     return X[:, :, :Ho * size, :Wo * size].reshape(N, C, Ho, size, Wo, size)
 
@@ -238,7 +304,9 @@ def max_pool2d_backward(X, dY, size: int = 2):
     first = flat.argmax(axis=-1)
     onehot = np.zeros_like(flat)
     np.put_along_axis(onehot, first[..., None], 1.0, axis=-1)
-    grad = onehot * np.asarray(dY, np.float64)[..., None]
+    dY = _real(dY, "dY", "[N, C, H', W']")
+    _sizes_agree("dY's shape (the pooled X's)", dY.shape, (N, C, Ho, Wo))
+    grad = onehot * dY[..., None]
     grad = grad.reshape(N, C, Ho, Wo, size, size).transpose(0, 1, 2, 4, 3, 5)
     dX = np.zeros(np.shape(X))
     dX[:, :, :Ho * size, :Wo * size] = grad.reshape(N, C, Ho * size, Wo * size)
@@ -247,8 +315,9 @@ def max_pool2d_backward(X, dY, size: int = 2):
 
 def avg_pool2d_backward(X, dY, size: int = 2):
     """Spread each dY element evenly over its window."""
-    dY = np.asarray(dY, np.float64)
-    N, C, Ho, Wo = dY.shape
+    N, C, Ho, Wo = _windows(X, size).shape[:3] + (_windows(X, size).shape[4],)
+    dY = _real(dY, "dY", "[N, C, H', W']")
+    _sizes_agree("dY's shape (the pooled X's)", dY.shape, (N, C, Ho, Wo))
     dX = np.zeros(np.shape(X))
     dX[:, :, :Ho * size, :Wo * size] = np.repeat(np.repeat(dY, size, axis=2), size, axis=3) / size**2
     return dX
@@ -257,7 +326,7 @@ def avg_pool2d_backward(X, dY, size: int = 2):
 # ---------------------------------------------------------------- 16.4: im2col
 def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1):
     """X_col [C·R·S, N·H'·W']: row (c, r, s), column (n, y, x) holds Xpad[n, c, y·stride + r, x·stride + s]."""
-    (X,) = _f64(X)
+    X = _real(X, "X", "[N, C, H, W]")
     N, C, H, W = X.shape
     Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
     Xp = np.pad(X, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
@@ -271,9 +340,11 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1):
 
 def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1):
     """The adjoint of im2col: every X_col entry adds back into the X element it was copied from."""
-    N, C, H, W = input_shape
+    N, C, H, W = require_shape(input_shape, "input_shape", "[N, C, H, W]")
     Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
-    cols = np.asarray(dX_col, np.float64).reshape(C, R, S, N, Ho, Wo)
+    dX_col = _real(dX_col, "dX_col", "[C·R·S, N·H'·W']")
+    _sizes_agree("dX_col's shape", dX_col.shape, (C * R * S, N * Ho * Wo))
+    cols = dX_col.reshape(C, R, S, N, Ho, Wo)
     dXp = np.zeros((N, C, H + 2 * padding, W + 2 * padding))
     for r in range(R):
         for s in range(S):

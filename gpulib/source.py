@@ -12,8 +12,13 @@ def source_of(obj) -> tuple[str, str]:
     """(location, source) of a function, a Numba kernel (its Python function) or a class."""
     target = getattr(obj, "py_func", obj)  # @cuda.jit dispatchers keep the Python function
     target = inspect.unwrap(target)  # kernel factories are wrapped in functools.lru_cache
-    path = Path(inspect.getsourcefile(target)).resolve()
-    lines, first = inspect.getsourcelines(target)
+    if not (inspect.isfunction(target) or inspect.isclass(target) or inspect.ismethod(target)):
+        raise ValueError(f"obj must be a function, a kernel or a class of Python source, not {type(obj).__name__}")
+    try:
+        path = Path(inspect.getsourcefile(target)).resolve()
+        lines, first = inspect.getsourcelines(target)
+    except (OSError, TypeError) as err:  # made by exec or eval, or built into Python
+        raise ValueError(f"obj {getattr(obj, '__name__', obj)!r} has no source file to show ({err})") from None
     try:
         where = path.relative_to(_ROOT)
     except ValueError:

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from sweep import Entry
 
 import gpulib
 from gpulib import check, precision, reference, results, source, timing
@@ -30,7 +31,6 @@ from gpulib.mlp import model as mlp_model
 from gpulib.playbook import memory, patterns, profile, replay, roofline
 from gpulib.reductions import softmax
 from gpulib.tensorcore import layout, smem_layout, tma, wgmma, wgmma_model
-from sweep import Entry
 
 mlp_train = importlib.import_module("gpulib.mlp.train")  # (gpulib.mlp's ``train`` is the function)
 
@@ -214,7 +214,7 @@ def _tc_launch_args(r, version="v2"):
 
 add("gpulib.conv.tensorcore.launch", Entry(
     _tc_launch_args, lambda a: tc_conv.launch(a["operands"], a["Y"]), arrays=("Y",), device_only=("Y",),
-    tied={"Y": (0, 1, 2, 3)}, others={"operands": [("None", None), ("a tuple", (1, 2)), ("an array", np.ones(3, f32))]},
+    tied={"Y": (0, 1)}, others={"operands": [("None", None), ("a tuple", (1, 2)), ("an array", np.ones(3, f32))]},
     launches=True))
 add("gpulib.conv.tensorcore.fp16_copy", Entry(lambda r: dict(a=dev(r.standard_normal((2, 3)).astype(f32))),
                                               lambda a: tc_conv.fp16_copy(a["a"]), arrays=("a",), any_shape=("a",),
@@ -466,9 +466,9 @@ for _cls, _ctor_args in ((model.SmallCNN, dict(channels=3)), (book_model.BookCNN
     add(f"{_q}.forward", Entry(_m, lambda a: a["model"].forward(a["X"]), others={"X": _image_cases()}, launches=True))
     add(f"{_q}.loss_and_grads", Entry(_m, lambda a: a["model"].loss_and_grads(a["X"], a["labels"]),
                                       others={"X": _image_cases(), "labels": LABEL_CASES}, launches=True))
-    add(f"gpulib.cnn.model.ImageClassifier.predict", Entry(_m, lambda a: a["model"].predict(a["X"]),
+    add("gpulib.cnn.model.ImageClassifier.predict", Entry(_m, lambda a: a["model"].predict(a["X"]),
                                                            others={"X": _image_cases()}, launches=True))
-    add(f"gpulib.cnn.model.ImageClassifier.accuracy", Entry(_m, lambda a: a["model"].accuracy(a["X"], a["labels"]),
+    add("gpulib.cnn.model.ImageClassifier.accuracy", Entry(_m, lambda a: a["model"].accuracy(a["X"], a["labels"]),
                                                             others={"X": _image_cases(), "labels": LABEL_CASES},
                                                             launches=True))
     add("gpulib.cnn.model.ImageClassifier.step", Entry(
@@ -627,7 +627,7 @@ add("gpulib.playbook.roofline.place", Entry(
 add("gpulib.playbook.roofline.memory_kernel", Entry(
     lambda r: dict(name="k", section="16.4", nbytes=1e6, ms=1.0, limits=dict(_LIMITS)),
     lambda a: roofline.memory_kernel(a["name"], a["section"], a["nbytes"], a["ms"], a["limits"]),
-    reals={"nbytes": "positive", "ms": "positive"}, others={"limits": _LIMITS_CASES[:3]},
+    reals={"nbytes": "positive", "ms": "positive"}, others={"limits": [_LIMITS_CASES[0], _LIMITS_CASES[2]]},
     speaks={"limits": ("hbm", "limits")}))
 
 
@@ -992,6 +992,12 @@ INTERNAL = {
     "gpulib.shapes.check_conv_inputs": "the convolutions' argument check (every convolution above is swept through it)",
     "gpulib.shapes.bias_or_zeros": "called after check_conv_inputs",
     "gpulib.conv.front.require_choice": "the algorithm argument's check (swept through get and conv2d)",
+    "gpulib.book_layers.check_layer": "the layer dict's check (swept through shapes, flop, describe, ...)",
+    "gpulib.cnn.model.check_grads": "step's check (swept through ImageClassifier.step)",
+    "gpulib.cnn.model.check_model_shape": "the CNNs' constructor check (swept through SmallCNN and BookCNN)",
+    "gpulib.gemm.api.check_operands": "the GEMM launchers' check (swept through launch_v3/4/5 and library_matmul)",
+    "gpulib.shapes.": "the shape rules and their checks, swept through every function that uses them",
+    "gpulib.grading.core.timeout_setting": "GPULIB_GRADING_TIMEOUT's parser (test_bad_input.py tests it)",
 }
 
 

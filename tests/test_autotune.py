@@ -93,16 +93,20 @@ def test_auto_runs_the_cached_pick(rng, monkeypatch):
     assert autotune.choose(X, W, b, 1, 1).name == "gemm"
 
 
-def test_a_nan_in_the_input_passes_the_algorithms_that_match_the_reference(rng):
+def test_non_finite_input_is_refused_and_no_pick_is_cached(rng):
+    """One NaN pixel would rule FFT and Winograd out of the ranking (they refuse non-finite input):
+    a pick made so, cached for the layer's shape, would serve later finite inputs. So tuning
+    refuses it, before any launch, and caches nothing."""
     X, W, b = _layer(rng)
-    X[0, 1, 2, 3] = np.nan  # the reference has NaN only where a window covers this pixel
+    X[0, 1, 2, 3] = np.nan
+    with pytest.raises(ValueError, match="X holds NaN or infinite values"):
+        autotune.find_algorithms(X, W, b, 1, 1, timer=lambda fn, label: None)
+    with pytest.raises(ValueError, match="X holds NaN or infinite values"):
+        autotune.choose(X, W, b, 1, 1, timer=lambda fn, label: None)
+    assert autotune.cached_ranking(X.shape, W.shape, 1, 1) is None
+    X[0, 1, 2, 3] = 0.0
     ranking = autotune.find_algorithms(X, W, b, 1, 1, timer=lambda fn, label: None)
-    status = {r.name: r.status for r in ranking}
-    assert status["direct"] == status["implicit_precomp_gemm"] == status["gemm"] == "ok"
-    for name in ("fft", "winograd", "winograd_nonfused", "winograd_f4"):  # they refuse non-finite input
-        result = next(r for r in ranking if r.name == name)
-        assert result.status == "not supported" and "NaN or infinite" in result.note
-    assert ranking[0].status == "ok"
+    assert {r.name for r in ranking if r.status == "ok"} >= {"direct", "fft", "winograd"}
 
 
 @pytest.mark.parametrize("call, message", [

@@ -54,7 +54,7 @@ def test_inplace_relu_gives_the_same_gradients(rng):
 
 
 def test_book_cnn_refuses_bad_configurations():
-    with pytest.raises(ValueError, match="channels must be two positive integers"):
+    with pytest.raises(ValueError, match="channels must be 2 positive integers"):
         BookCNN(channels=(4,))
     with pytest.raises(ValueError, match="algorithms_per_layer must be two of"):
         BookCNN(algorithms_per_layer=("direct", "cudnn"))
@@ -144,7 +144,7 @@ def test_the_estimator_counts_the_model_exactly_where_it_can():
         est.peak_bytes - act(8, 2, 8, 8) - act(8, 4, 8, 8)
     with pytest.raises(ValueError, match="resolve 'auto' first"):
         memory.estimate(8, (2, 4), ("auto", "direct"))
-    with pytest.raises(ValueError, match="batch must be a positive integer"):
+    with pytest.raises(ValueError, match="batch must be an integer of at least 1"):
         memory.estimate(0)
 
 

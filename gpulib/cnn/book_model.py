@@ -15,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import require_int_labels, to_device
+from gpulib.arrays import is_device_array, require, require_int_labels, to_device
 from gpulib.cnn import layers
-from gpulib.cnn.model import NO_PROFILER, ImageClassifier
+from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_model_shape
 from gpulib.conv import front
 from gpulib.mlp import layers as mlp
+from gpulib.shapes import require_shape
 
 
 class BookCNN(ImageClassifier):
@@ -32,13 +33,13 @@ class BookCNN(ImageClassifier):
         needs only ReLU's output), which saves one activation per layer. ``reduction``: how the
         direct backward kernels sum dW and db ("thread" or "tree", see gpulib.cnn.conv2d_backward)."""
         names = front.CHOICES
-        if len(channels) != 2 or any(int(c) != c or c < 1 for c in channels):
-            raise ValueError(f"channels must be two positive integers (C1, C2), not {channels!r}")
-        if len(algorithms_per_layer) != 2 or any(a not in names for a in algorithms_per_layer):
+        channels = require_shape(channels, "channels", "[C1, C2]")
+        if (not isinstance(algorithms_per_layer, (tuple, list)) or len(algorithms_per_layer) != 2
+                or any(a not in names for a in algorithms_per_layer)):
             raise ValueError(f"algorithms_per_layer must be two of {names}, not {algorithms_per_layer!r}")
-        C, H, W = image_shape
-        if H % 2 or W % 2:
-            raise ValueError(f"image height and width must be even for the 2x2 pooling, not {H}x{W}")
+        if reduction not in (None, "thread", "tree"):
+            raise ValueError(f"reduction must be None, 'thread' or 'tree', not {reduction!r}")
+        (C, H, W), classes, seed = check_model_shape(image_shape, classes, seed)
         self.image_shape, self.channels, self.classes = (C, H, W), tuple(channels), classes
         self.algorithms = tuple(algorithms_per_layer)
         self.inplace_relu = inplace_relu
@@ -57,10 +58,12 @@ class BookCNN(ImageClassifier):
         return layers.relu(Z, out=Z if self.inplace_relu else None)
 
     def forward(self, X):
-        """Every intermediate tensor the backward pass needs, by name."""
+        """Every intermediate tensor the backward pass needs, by name (X checked first)."""
+        return self._forward(self._images(X))
+
+    def _forward(self, X):
         W1, b1, W2, b2, Wf, bf = self.params
         op = self.profiler.op
-        X = self._images(X)
         t = dict(X=X)
         with op("conv1 forward"):
             t["conv1"] = layers.conv2d_forward(X, W1, b1, padding=1, algorithm=self.algorithms[0])
@@ -91,8 +94,15 @@ class BookCNN(ImageClassifier):
         [N, C, H, W] and labels device int32 [N], both checked already (``loss_and_grads`` checks
         them). Nothing here copies between host and device, so a recording of it
         (gpulib/playbook/replay.py) repeats the whole step."""
+        for name, a, ndim, dtype in (("X", X, 4, np.float32), ("labels", labels, 1, np.int32)):
+            if not is_device_array(a):  # shapes and types only: their values were checked by the caller
+                raise ValueError(f"{name} must be a device array here (loss_and_grads takes NumPy arrays)")
+            require(a, name, ndim, dtype)
+        if tuple(X.shape[1:]) != self.image_shape or labels.shape[0] != X.shape[0]:
+            raise ValueError(f"X must be [N, *{self.image_shape}] and labels [N]: got X {tuple(X.shape)}, labels "
+                             f"{tuple(labels.shape)} (one label per image of X)")
         op = self.profiler.op
-        t = self.forward(X)
+        t = self._forward(X)
         W1, _, W2, _, Wf, _ = self.params
         with op("softmax + loss"):
             P, losses = mlp.softmax_cross_entropy(t["logits"], labels, check_labels=False)  # checked

@@ -15,21 +15,49 @@ import contextlib
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import require, require_int_labels, to_device, to_host
+from gpulib.arrays import require, require_finite, require_int, require_int_labels, require_learning_rate, to_device, to_host
 from gpulib.cnn import layers
 from gpulib.conv import front
 from gpulib.mlp import layers as mlp
+from gpulib.shapes import require_shape
 
 
-def images_on_device(X, image_shape):
+def images_on_device(X, image_shape, finite: bool = True):
     """X as a device batch [N, C, H, W] of images of ``image_shape`` (C, H, W): flattened rows (as
-    gpulib.data gives them) are reshaped; any other shape is a ValueError before a launch."""
+    gpulib.data gives them) are reshaped; any other shape, and (``finite``) a NaN or an infinity,
+    is a ValueError before a launch."""
+    image_shape = require_shape(image_shape, "image_shape", "[C, H, W]")
+    if not (hasattr(X, "shape") and hasattr(X, "dtype")):
+        raise ValueError(f"X must be a NumPy or device array of images [N, C, H, W], not {type(X).__name__}")
     if len(X.shape) == 2 and X.shape[1] == int(np.prod(image_shape)):
         X = X.reshape(X.shape[0], *image_shape)  # flattened rows, as gpulib.data gives them
     require(X, "X", 4, layout="[N, C, H, W]")
     if tuple(X.shape[1:]) != tuple(image_shape):
         raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {tuple(image_shape)}")
+    if finite:
+        require_finite(X, "X", "would turn every output and gradient into NaN")
     return to_device(X)
+
+
+def check_grads(grads, params, lr) -> None:
+    """One float32 gradient of each parameter's shape, and a learning rate: ValueError otherwise."""
+    require_learning_rate(lr)
+    if not isinstance(grads, (list, tuple)) or len(grads) != len(params):
+        raise ValueError(f"grads must be a list of {len(params)} arrays, one per parameter (as loss_and_grads "
+                         f"returns them), not {type(grads).__name__}" + (f" of {len(grads)}" if isinstance(grads, (list, tuple))
+                                                                          else ""))
+    for i, (p, g) in enumerate(zip(params, grads)):
+        require(g, f"grads[{i}]", None)
+        if tuple(g.shape) != tuple(p.shape):
+            raise ValueError(f"grads[{i}] has shape {tuple(g.shape)} but its parameter (params[{i}]) has {tuple(p.shape)}")
+
+
+def check_model_shape(image_shape, classes, seed) -> tuple:
+    """A CNN's image shape (C, H, W; H and W even for the 2x2 pooling), classes (at least 2) and seed."""
+    C, H, W = require_shape(image_shape, "image_shape", "[C, H, W]")
+    if H % 2 or W % 2:
+        raise ValueError(f"image_shape: image height and width must be even for the 2x2 pooling, not {H}x{W}")
+    return (C, H, W), require_int(classes, "classes", 2), require_int(seed, "seed", 0)
 
 
 class _NoProfiler:
@@ -55,7 +83,9 @@ class ImageClassifier:
         return images_on_device(X, self.image_shape)
 
     def step(self, grads, lr: float) -> None:
-        """One SGD step: every parameter minus ``lr`` times its gradient, on the device."""
+        """One SGD step: every parameter minus ``lr`` times its gradient, on the device (all of them
+        checked before the first is updated)."""
+        check_grads(grads, self.params, lr)
         with self.profiler.op("SGD update"):
             for p, g in zip(self.params, grads):
                 mlp.sgd_update(p, g, lr)
@@ -82,9 +112,8 @@ class SmallCNN(ImageClassifier):
             raise ValueError(f"unknown conv_algorithm {conv_algorithm!r}; choose one of "
                              f"{front.CHOICES}")
         self.conv_algorithm = conv_algorithm
-        C, H, W = image_shape
-        if H % 2 or W % 2:
-            raise ValueError(f"image height and width must be even for the 2x2 pooling, not {H}x{W}")
+        (C, H, W), classes, seed = check_model_shape(image_shape, classes, seed)
+        channels = require_int(channels, "channels", 1)
         rng = np.random.default_rng(seed)
         self.image_shape = (C, H, W)
         self.conv_W = rng.normal(0, np.sqrt(2 / (C * 9)), (channels, C, 3, 3)).astype(np.float32)

@@ -18,7 +18,7 @@ from typing import Callable
 
 from gpulib.conv import direct, fft, im2col, implicit_gemm, winograd
 from gpulib.conv import tensorcore as tensorcore_conv
-from gpulib.shapes import output_shape
+from gpulib.shapes import filter_shape, layer_shapes, output_shape
 
 
 @dataclass(frozen=True)
@@ -39,26 +39,31 @@ class Algorithm:
     backward_workspace: Callable | None = None
 
 
+@filter_shape
 def _any_layer(W_shape, stride) -> None:
     return None
 
 
+@layer_shapes
 def _no_workspace(X_shape, W_shape, padding, stride) -> int:
     return 0
 
 
+@layer_shapes
 def direct_multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """N·K·H'·W'·C·R·S: one multiplication per filter tap per output, as every GEMM form does."""
     N, K, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
     return N * K * Ho * Wo * W_shape[1] * W_shape[2] * W_shape[3]
 
 
+@layer_shapes
 def _x_col_bytes(X_shape, W_shape, padding, stride) -> int:
     """X_col [C·R·S, N·H'·W'] and Y_mat [K, N·H'·W'], float32."""
     N, K, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
     return 4 * (W_shape[1] * W_shape[2] * W_shape[3] + K) * N * Ho * Wo
 
 
+@layer_shapes
 def _table_bytes(X_shape, W_shape, padding, stride) -> int:
     """The precomputed variant's (c, r, s) table: 3 int32 per row of X_col."""
     return 12 * W_shape[1] * W_shape[2] * W_shape[3]

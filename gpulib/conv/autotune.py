@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import to_device, to_host
+from gpulib.arrays import require_finite, to_device, to_host
 from gpulib.check import ValidationError, poisoned, validate
-from gpulib.conv.algorithms import ALGORITHMS, of_precision
+from gpulib.conv.algorithms import ALGORITHMS, Algorithm, of_precision
 from gpulib.env import BACKEND, cuda
-from gpulib.shapes import bias_or_zeros, check_conv_inputs
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, layer_shapes
 from gpulib.timing import benchmark
 
 
@@ -56,8 +56,13 @@ def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=
     summed terms (``reference.conv2d_magnitude``), for large layers.
     """
     check_conv_inputs(X, W, b, padding, stride)
-    algorithms = of_precision("fp32") if algorithms is None else algorithms
+    algorithms = of_precision("fp32") if algorithms is None else _algorithms(algorithms)
+    if timer is not None and not callable(timer):
+        raise ValueError(f"timer must be a function timer(fn, label) -> ms or None, not {type(timer).__name__}")
     timer = timer or _default_timer
+    for name, a in (("X", X), ("W", W)) + ((("b", b),) if b is not None else ()):
+        require_finite(a, name, "would make every algorithm's check meaningless and could rule out FFT and "
+                       "Winograd for this layer shape: tune on finite data")
     X, W = to_host(X).astype(np.float32), to_host(W).astype(np.float32)
     b = to_host(bias_or_zeros(b, W.shape[0])).astype(np.float32)
     want = ref.conv2d(X, W, b, padding, stride) if reference is None else reference
@@ -95,7 +100,25 @@ def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=
     return sorted(results, key=lambda r: (order[r.status], r.ms is None, r.ms or 0.0))
 
 
-_cache: dict = {}  # layer shape -> the whole ranking; its first entry is the pick
+def _algorithms(algorithms) -> list:
+    """Registry entries from a list of them or of their names (gpulib's, not cuDNN's)."""
+    if isinstance(algorithms, (str, bytes)) or not isinstance(algorithms, (list, tuple)) or not algorithms:
+        raise ValueError(f"algorithms must be a non-empty list of names of gpulib.conv.algorithms.ALGORITHMS "
+                         f"(or their entries), not {algorithms!r}")
+    out = []
+    for a in algorithms:
+        if isinstance(a, str) and a in ALGORITHMS:
+            out.append(ALGORITHMS[a])
+        elif isinstance(a, Algorithm):
+            out.append(a)
+        else:
+            cudnn = [name for name, alg in ALGORITHMS.items() if isinstance(a, str) and alg.cudnn == a]
+            hint = f" (cuDNN's name for {cudnn[0]!r})" if cudnn else ""
+            raise ValueError(f"algorithms: {a!r}{hint} is not one of {tuple(ALGORITHMS)}")
+    return out
+
+
+_cache: dict = {}  # layer shape -> the whole ranking; its first entry is the pick (tuned on finite data only)
 
 
 def _key(X_shape, W_shape, padding, stride):
@@ -103,7 +126,9 @@ def _key(X_shape, W_shape, padding, stride):
 
 
 def choose(X, W, b=None, padding: int = 0, stride: int = 1, timer=None) -> Result:
-    """The fastest correct algorithm for this layer shape, found once and then cached."""
+    """The fastest correct algorithm for this layer shape, found once (on finite X and W: ValueError
+    otherwise, before any launch) and then cached."""
+    check_conv_inputs(X, W, b, padding, stride)
     key = _key(X.shape, W.shape, padding, stride)
     if key not in _cache:
         ranking = find_algorithms(X, W, b, padding, stride, timer=timer)
@@ -113,6 +138,7 @@ def choose(X, W, b=None, padding: int = 0, stride: int = 1, timer=None) -> Resul
     return _cache[key][0]
 
 
+@layer_shapes
 def cached_ranking(X_shape, W_shape, padding: int = 0, stride: int = 1) -> list[Result] | None:
     """The ranking ``choose`` found for this layer shape, or None if it has not tuned it yet."""
     return _cache.get(_key(X_shape, W_shape, padding, stride))
@@ -120,6 +146,8 @@ def cached_ranking(X_shape, W_shape, padding: int = 0, stride: int = 1) -> list[
 
 def table(results: list[Result]) -> str:
     """The ranking as text."""
+    if not isinstance(results, (list, tuple)) or not all(isinstance(r, Result) for r in results):
+        raise ValueError(f"results must be a list of autotune.Result (what find_algorithms returns), not {results!r:.80}")
     lines = [f"{'rank':>4} {'algorithm':<22} {'cuDNN name':<24} {'status':<14} {'ms':>8} {'extra MB':>9} {'rel err':>8}"]
     for i, r in enumerate(results, 1):
         ms = "-" if r.ms is None else f"{r.ms:.3f}"

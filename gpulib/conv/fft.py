@@ -20,7 +20,7 @@ from numba import cuda
 
 from gpulib.arrays import MAX_GRID_Z, output, require_finite, to_device
 from gpulib.env import on_gpu
-from gpulib.shapes import check_conv_inputs
+from gpulib.shapes import check_conv_inputs, layer_shapes
 
 
 @cuda.jit
@@ -62,6 +62,7 @@ def grid_size(H, W, padding):
     return H + 2 * padding, W + 2 * padding
 
 
+@layer_shapes
 def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """Complex64 spectra of X, W and Y on the padded grid (rfft keeps Wf//2 + 1 columns)."""
     N, C, H, W = X_shape
@@ -70,6 +71,7 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return 8 * Hf * (Wf // 2 + 1) * (N * C + K * C + N * K)
 
 
+@layer_shapes
 def multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """Real multiplications, roughly: the channel-summed complex products (4 real ones each) on
     the rfft grid, plus about Hf·Wf·log2(Hf·Wf) for each of the N·C + K·C + N·K transforms (a

@@ -23,7 +23,7 @@ from numba import cuda, float32, uint32
 
 from gpulib.arrays import blocks, output, outputs, require, require_int, to_device
 from gpulib.gemm import VERSIONS, matmul
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, layer_shapes
 
 BLOCK = 256
 
@@ -240,6 +240,7 @@ def conv2d_im2col(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, 
     return Y
 
 
+@layer_shapes
 def backward_workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, need_dX: bool = True) -> int:
     """The extra float32 arrays ``conv2d_im2col_backward`` holds at once: dY_mat [K, N·H'·W'],
     X_col [C·R·S, N·H'·W'] and, when dX is needed, dX_col of X_col's shape."""

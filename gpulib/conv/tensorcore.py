@@ -57,7 +57,7 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     tc_conv_wgmma_kernel,
     to_fp16_kernel,
 )
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, output_shape
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, filter_shape, layer_shapes, output_shape
 from gpulib.tensorcore import tma, wgmma
 
 VERSIONS = ("v1", "v2", "v3", "v4")
@@ -95,6 +95,7 @@ class Operands:
         return (N * Ho * Wo, K)
 
 
+@filter_shape
 def supports(W_shape, stride: int = 1, *, version: str = "v2") -> str | None:
     """Why ``version`` cannot run a layer with filters ``W_shape`` [K, C, R, S] and ``stride``, or None:
     v1 and v2 run any layer; v3 and v4 need wgmma (the simulator, or compute capability 9.0 on a
@@ -206,6 +207,7 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, vers
     return Y
 
 
+@layer_shapes
 def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, *, version: str = "v2") -> int:
     """Extra device memory: the fp16 copies of X and W (v1 adds the row table; v2 pads C to 8
     and K to 16, repeats the bias in 16 rows and stores Y as [N·H'·W' rounded to 16, K16] fp32)."""
@@ -248,33 +250,41 @@ def reference(X, W, b=None, padding: int = 0, stride: int = 1) -> np.ndarray:
     return ref.conv2d(as16(X), as16(W), b, padding, stride)
 
 
+@filter_shape
 def supports_nchw(W_shape, stride: int = 1) -> str | None:
     return supports(W_shape, stride, version="v1")
 
 
+@filter_shape
 def supports_nhwc(W_shape, stride: int = 1) -> str | None:
     return supports(W_shape, stride, version="v2")
 
 
+@filter_shape
 def supports_wgmma(W_shape, stride: int = 1) -> str | None:
     return supports(W_shape, stride, version="v3")
 
 
+@filter_shape
 def supports_tma(W_shape, stride: int = 1) -> str | None:
     return supports(W_shape, stride, version="v4")
 
 
+@layer_shapes
 def workspace_nchw(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return workspace_bytes(X_shape, W_shape, padding, stride, version="v1")
 
 
+@layer_shapes
 def workspace_nhwc(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return workspace_bytes(X_shape, W_shape, padding, stride, version="v2")
 
 
+@layer_shapes
 def workspace_wgmma(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return workspace_bytes(X_shape, W_shape, padding, stride, version="v3")
 
 
+@layer_shapes
 def workspace_tma(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return workspace_bytes(X_shape, W_shape, padding, stride, version="v4")

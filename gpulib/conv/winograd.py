@@ -20,7 +20,7 @@ from gpulib.arrays import blocks, output, require_finite, to_device
 from gpulib.env import sized
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.launch import BoundLaunch
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, output_shape
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, filter_shape, layer_shapes, output_shape
 
 BLOCK = 128
 # the F(2x2, 3x3) matrices, for the NumPy reference and the docs; the kernels spell them out
@@ -41,6 +41,7 @@ def _tiles(X_shape, padding: int, m: int = 2) -> int:
     return N * tiles_y * tiles_x
 
 
+@layer_shapes
 def multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """16 multiplications per tile, channel and filter (the direct convolution needs 36)."""
     return _tiles(X_shape, padding) * W_shape[0] * X_shape[1] * 16
@@ -175,6 +176,7 @@ def winograd_fused_kernel(X, U, b, Y, padding, tiles_y, tiles_x):
         output_transform(m, Y, n, k, 2 * ty, 2 * tx, b[k])
 
 
+@filter_shape
 def supports(W_shape, stride: int, variant: str = "F(2x2, 3x3)") -> str | None:
     """None when Winograd ``variant`` (F(2x2, 3x3) or F(4x4, 3x3)) applies to this filter and
     stride, else the reason it does not: both need a 3x3 filter and stride 1."""
@@ -233,11 +235,13 @@ def conv2d_winograd_nonfused(X, W, b=None, padding: int = 0, stride: int = 1, *,
     return Y
 
 
+@layer_shapes
 def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """Extra device memory of the fused variant: the transformed filters U [16, K, C]."""
     return 4 * 16 * W_shape[0] * X_shape[1]
 
 
+@layer_shapes
 def nonfused_workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """Extra device memory of the non-fused variant: U, and V [16, C, tiles] and M [16, K, tiles]."""
     P, K, C = _tiles(X_shape, padding), W_shape[0], X_shape[1]
@@ -385,16 +389,19 @@ def conv2d_winograd_f4(X, W, b=None, padding: int = 0, stride: int = 1, *, out=N
     return Y
 
 
+@filter_shape
 def supports_f4(W_shape, stride: int) -> str | None:
     """None when F(4x4, 3x3) applies (a 3x3 filter, stride 1), else the reason it does not."""
     return supports(W_shape, stride, "F(4x4, 3x3)")
 
 
+@layer_shapes
 def f4_multiplications(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """36 multiplications per 4x4 tile, channel and filter (the direct convolution needs 144)."""
     return _tiles(X_shape, padding, 4) * W_shape[0] * X_shape[1] * 36
 
 
+@layer_shapes
 def f4_workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     """U [36, K, C], V [36, C, tiles] and M [36, K, tiles], float32 (kept per layer shape)."""
     P, K, C = _tiles(X_shape, padding, 4), W_shape[0], X_shape[1]

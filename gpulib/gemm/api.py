@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import launch
-from gpulib.arrays import batch_of_one, blocks, output, require, to_device, to_host, transposed
+from gpulib.arrays import (
+    batch_of_one,
+    blocks,
+    is_device_array,
+    output,
+    require,
+    require_int,
+    to_device,
+    to_host,
+    transposed,
+)
 from gpulib.env import on_gpu, sized
 from gpulib.gemm import kernels
 
@@ -23,9 +33,42 @@ def library_name() -> str:
     return "numpy"
 
 
+def check_operands(A, B, C, batched: bool = False) -> None:
+    """Device float32 A [M, K], B [K, N] and C [M, N] (each a batch [batch, ...] with ``batched``), of
+    agreeing sizes; A and B may be transposed views (unit stride along one axis), C is C-contiguous.
+    ValueError naming the operand, before any launch."""
+    ndim = 3 if batched else 2
+    lead = "batch, " if batched else ""
+    for name, X, layout in (("C", C, f"[{lead}M, N]"), ("A", A, f"[{lead}M, K]"), ("B", B, f"[{lead}K, N]")):
+        if not is_device_array(X):
+            raise ValueError(f"{name} {layout} must be a device array (matmul takes NumPy arrays), not {type(X).__name__}")
+        if X is C:
+            require(C, "C", ndim, layout=layout)  # float32, C-contiguous, not empty
+        else:
+            if len(X.shape) != ndim:
+                raise ValueError(f"{name} {layout} must be {ndim}-D, but has shape {tuple(X.shape)}")
+            if np.dtype(X.dtype) != np.float32:
+                raise ValueError(f"{name} {layout} must have dtype float32, not {np.dtype(X.dtype)}")
+            if any(d == 0 for d in X.shape):
+                raise ValueError(f"{name} {layout} is empty (shape {tuple(X.shape)})")
+            itemsize = 4
+            strides = tuple(X.strides)
+            if strides[-1] != itemsize and strides[-2] != itemsize:
+                raise ValueError(f"{name} {layout} must have unit stride along one of its last two axes (C-order "
+                                 f"or a transposed view), not strides {strides}")
+    a, b, c = tuple(A.shape), tuple(B.shape), tuple(C.shape)  # (the simulator's shapes refuse negative indices)
+    if a[-1] != b[-2]:
+        raise ValueError(f"A {a} and B {b}: A's columns (K) must equal B's rows")
+    if batched and not a[0] == b[0] == c[0]:
+        raise ValueError(f"A, B and C must hold the same batch, not {a[0]}, {b[0]} and {c[0]}")
+    if c != a[:-1] + b[-1:]:
+        raise ValueError(f"C must have shape {a[:-1] + b[-1:]} (A's rows, B's columns), not {c}")
+
+
 def library_matmul(A, B, C):
     """C = A·B by the library: cuBLAS through CuPy on a GPU, NumPy without one; the watchers of
     gpulib.launch (16.6's profiler and recorder) see it as one launch."""
+    check_operands(A, B, C)
     name = "cuBLAS sgemm" if library_name() == "cublas" else "numpy matmul"
     return launch.library_call(name, A.shape[0] * B.shape[1], (A, B, C), _library_matmul)
 
@@ -46,6 +89,8 @@ def v3_shape(rows: int | None = None) -> dict:
     """Version 3's tile shape here: 128×128 blocks on a GPU (64×64 for a C of at most 64 rows,
     such as a conv layer's W_mat·X_col with K ≤ 64, where a 128-row tile leaves half its
     threads idle: 0.62 ms instead of 0.40 on the H200 for the 16.3 layer), 16×16 on the simulator."""
+    if rows is not None:
+        require_int(rows, "rows", 1)
     gpu = kernels.V3_SMALL if rows is not None and rows <= kernels.V3_SMALL["BM"] else kernels.V3
     return sized(gpu=gpu, sim=kernels.V3_SIM)
 
@@ -65,6 +110,7 @@ def _launch_tiled(factory, A, B, C, shape: dict) -> None:
 def launch_v3(A, B, C, shape: dict | None = None):
     """Launch version 3 with a tile ``shape`` (dict of BM, BN, BK, TM, TN); by default the one
     ``v3_shape`` picks for C's rows."""
+    check_operands(A, B, C)
     shape = kernels.check_tile(shape, "shape") if shape is not None else v3_shape(C.shape[0])
     _launch_tiled(kernels.gemm_v3_kernel, A, B, C, shape)
 
@@ -72,6 +118,7 @@ def launch_v3(A, B, C, shape: dict | None = None):
 def launch_v4(A, B, C, shape: dict | None = None):
     """Launch version 4 with a tile ``shape`` (dict of BM, BN, BK, TM, TN; default ``kernels.V4``,
     16×16 on the simulator). Version 4 always prefetches, so a PREFETCH key is ignored."""
+    check_operands(A, B, C)
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V4, sim=kernels.V4_SIM)
     _launch_tiled(kernels.gemm_v4_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
 
@@ -80,6 +127,7 @@ def launch_v5(A, B, C, shape: dict | None = None):
     """Launch version 5 with a tile ``shape`` (as ``launch_v4``; TM and TN multiples of 4;
     default ``kernels.V5``, 16×16 with 4×4 per thread on the simulator). A, B and C are 2-D
     (one product) or 3-D (a batch: A [batch, M, K], B [batch, K, N], C [batch, M, N])."""
+    check_operands(A, B, C, batched=len(getattr(C, "shape", ())) == 3)
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V5, sim=kernels.V5_SIM)
     if len(C.shape) == 2:
         A, B, C = batch_of_one(A), batch_of_one(B), batch_of_one(C)
@@ -97,6 +145,9 @@ def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_
     """
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
+    for name, flag in (("trans_a", trans_a), ("trans_b", trans_b)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, not {flag!r}")
     if shape is not None:
         kernels.check_tile(shape, "shape")
     require(A, "A", 2, layout="[K, M] (trans_a)" if trans_a else "[M, K]")

@@ -80,7 +80,18 @@ def check_tile(tile: dict, name: str = "tile") -> dict:
     if tile["BM"] % tile["TM"] or tile["BN"] % tile["TN"]:
         raise ValueError(f"{name}: TM must divide BM and TN must divide BN, not BM={tile['BM']}, TM={tile['TM']}, "
                          f"BN={tile['BN']}, TN={tile['TN']}")
+    threads = (tile["BM"] // tile["TM"]) * (tile["BN"] // tile["TN"])
+    if threads > MAX_THREADS:  # a GPU's limit, checked on the simulator too
+        raise ValueError(f"{name} gives (BM/TM)·(BN/TN) = {threads} threads a block; a block holds at most {MAX_THREADS}")
+    shared = 2 * 4 * tile["BK"] * (tile["BM"] + 4 + tile["BN"])  # two A and B tiles of float32 (prefetching)
+    if shared > MAX_STATIC_SHARED:
+        raise ValueError(f"{name} needs {shared} bytes of shared memory a block (2·4·BK·(BM + 4 + BN)); static "
+                         f"shared memory holds at most {MAX_STATIC_SHARED}")
     return tile
+
+
+MAX_THREADS = 1024  # threads per block (CUDA Programming Guide, compute capability 9.0)
+MAX_STATIC_SHARED = 48 * 1024  # bytes of statically allocated shared memory per block
 
 
 @lru_cache(maxsize=None)
@@ -180,6 +191,7 @@ def gemm_v3_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
 def block_threads(tile: dict) -> tuple[int, int]:
     """(x, y) threads per block of a register-blocked version (3, 4 or 5) for ``tile``:
     BN/TN × BM/TM, each thread computing a TM×TN patch of the block's BM×BN tile."""
+    check_tile(tile)
     return tile["BN"] // tile["TN"], tile["BM"] // tile["TM"]
 
 

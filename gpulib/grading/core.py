@@ -24,6 +24,7 @@ and primes.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
 import threading
@@ -39,9 +40,23 @@ from gpulib.env import cuda, on_gpu
 from gpulib.simulator import ON_CHIP_ARRAY_MODULES as _SIMULATED_ON_CHIP  # where shared/local arrays are made
 from gpulib.trace import trace
 
+
 # One launch on the simulator (or one call of a student's function) gets this long;
 # nbgrader's cell timeout (assignments/nbgrader_config.py) is longer.
-TIMEOUT_S = float(os.environ.get("GPULIB_GRADING_TIMEOUT", 60))
+def timeout_setting(value: str | None) -> float:
+    """GPULIB_GRADING_TIMEOUT's seconds: a positive finite number (60 when unset)."""
+    if value is None or not value.strip():
+        return 60.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"GPULIB_GRADING_TIMEOUT must be a positive number of seconds, not {value!r}")
+    return seconds
+
+
+TIMEOUT_S = timeout_setting(os.environ.get("GPULIB_GRADING_TIMEOUT"))
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
 

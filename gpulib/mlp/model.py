@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import require, require_int_labels, to_device, to_host
+from gpulib.arrays import require, require_finite, require_int, require_int_labels, require_learning_rate, to_device, to_host
 from gpulib.mlp import layers
 
 
@@ -17,9 +17,11 @@ class MLP:
     """
 
     def __init__(self, sizes, activation: str = "relu", seed: int = 0):
-        if len(sizes) < 2 or any(int(s) < 1 for s in sizes):
-            raise ValueError(f"sizes must list at least two positive layer widths, not {sizes}")
+        if (not isinstance(sizes, (list, tuple)) or len(sizes) < 2
+                or any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1 for s in sizes)):
+            raise ValueError(f"sizes must list at least two positive layer widths (integers), not {sizes!r}")
         layers.activation_code(activation)
+        seed = require_int(seed, "seed", 0)
         self.sizes = [int(s) for s in sizes]
         self.activation = activation
         rng = np.random.default_rng(seed)
@@ -33,8 +35,8 @@ class MLP:
     @classmethod
     def from_params(cls, params, activation: str = "relu") -> "MLP":
         """An MLP holding copies of the given [(W, b), ...] (NumPy float32 arrays)."""
-        if not params:
-            raise ValueError("params must hold at least one (W, b) pair")
+        if not isinstance(params, (list, tuple)) or not params:
+            raise ValueError(f"params must be a list of at least one (W, b) pair, not {params!r:.60}")
         for layer, (W, b) in enumerate(params):  # every layer checked before anything is copied
             require(W, f"params[{layer}].W", 2, layout="[n_out, n_in]")
             require(b, f"params[{layer}].b", 1, layout="[n_out]")
@@ -61,6 +63,7 @@ class MLP:
         require(X, "X", 2, layout="[N, n_in]")
         if X.shape[1] != self.sizes[0]:
             raise ValueError(f"X has {X.shape[1]} features but the MLP expects {self.sizes[0]}")
+        require_finite(X, "X", "would turn every output and gradient into NaN")
 
     def forward(self, X):
         """Every layer's output on the device: [X, H1, ..., Z] (Z are the logits)."""
@@ -90,7 +93,18 @@ class MLP:
         return float(loss.copy_to_host().mean(dtype=np.float64)), grads
 
     def step(self, grads, lr: float) -> None:
-        """One gradient-descent update of every parameter: θ ← θ - η ∇θ."""
+        """One gradient-descent update of every parameter: θ ← θ - η ∇θ (all checked first)."""
+        require_learning_rate(lr)
+        if not isinstance(grads, (list, tuple)) or len(grads) != len(self.params):
+            raise ValueError(f"grads must be a list of {len(self.params)} (dW, db) pairs, one per layer (as "
+                             f"loss_and_grads returns them), not {grads!r:.60}")
+        for layer, ((W, b), pair) in enumerate(zip(self.params, grads)):
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise ValueError(f"grads[{layer}] must be a (dW, db) pair, not {type(pair).__name__}")
+            for name, p, g in (("dW", W, pair[0]), ("db", b, pair[1])):
+                require(g, f"grads[{layer}].{name}", None)
+                if tuple(g.shape) != tuple(p.shape):
+                    raise ValueError(f"grads[{layer}].{name} has shape {tuple(g.shape)}, its parameter {tuple(p.shape)}")
         for (W, b), (dW, db) in zip(self.params, grads):
             layers.sgd_update(W, dW, lr)
             layers.sgd_update(b, db, lr)

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from gpulib.arrays import require_int
 from gpulib.conv.algorithms import ALGORITHMS
+from gpulib.shapes import require_shape
 
 F32 = 4  # bytes of a float32 or an int32
 
@@ -42,13 +46,20 @@ def estimate(batch: int, channels=(8, 16), algorithms=("direct", "direct"), inpl
              image_shape=(1, 8, 8), classes: int = 10) -> Estimate:
     """The peak device memory of ``BookCNN.loss_and_grads`` on a batch, above what was in use before
     the model existed (its parameters included). ``algorithms``: registry names, not "auto"."""
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"batch must be a positive integer, not {batch!r}")
+    batch, classes = require_int(batch, "batch", 1), require_int(classes, "classes", 2)
+    channels = require_shape(channels, "channels", "[C1, C2]")
+    C, H, W = require_shape(image_shape, "image_shape", "[C, H, W]")
+    if H % 2 or W % 2:
+        raise ValueError(f"image_shape: height and width must be even for the 2x2 pooling, not {H}x{W}")
+    if not isinstance(inplace_relu, (bool, np.bool_)):
+        raise ValueError(f"inplace_relu must be True or False, not {inplace_relu!r}")
+    if not isinstance(algorithms, (tuple, list)) or len(algorithms) != 2:
+        raise ValueError(f"algorithms must be two names, one per conv layer, not {algorithms!r}")
     for a in algorithms:
         if a not in ALGORITHMS:
             raise ValueError(f"algorithms must name entries of gpulib.conv.algorithms.ALGORITHMS (resolve 'auto' "
                              f"first), not {a!r}")
-    N, (C, H, W), (C1, C2), Q = batch, image_shape, channels, classes
+    N, (C1, C2), Q = batch, channels, classes
     features = C2 * (H // 2) * (W // 2)
     x1, w1 = (N, C, H, W), (C1, C, 3, 3)
     x2, w2 = (N, C1, H, W), (C2, C1, 3, 3)
@@ -103,7 +114,7 @@ def estimate(batch: int, channels=(8, 16), algorithms=("direct", "direct"), inpl
 
 def savings(batch: int, channels=(8, 16), algorithms=("direct", "direct"), **kw) -> list[tuple[str, int, int]]:
     """(change, estimated peak after it, bytes saved) for the usual remedies of an out-of-memory error."""
-    base = estimate(batch, channels, algorithms, **kw).peak_bytes
+    base = estimate(batch, channels, algorithms, **kw).peak_bytes  # (checks every argument)
     rows = []
 
     def add(change, peak):

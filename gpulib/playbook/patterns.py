@@ -74,4 +74,6 @@ PATTERNS: dict[str, tuple[str, str]] = {
 
 def pattern_of(kernel: str) -> tuple[str, str]:
     """(patterns, section) of a kernel by its name; ("?", "") for one not in the table."""
+    if not isinstance(kernel, str):
+        raise ValueError(f"kernel must be a kernel's name (str), not {type(kernel).__name__}")
     return PATTERNS.get(kernel, ("?", ""))

@@ -56,6 +56,10 @@ def used_bytes(flush: bool = True) -> int:
     """Device memory in use now (the driver's view); with ``flush``, after Numba's pending frees
     are done (Numba frees in batches: up to 10 arrays, or a share of the memory, wait in a queue)
     and CuPy's memory pool has returned its cached blocks."""
+    if not isinstance(flush, bool):
+        raise ValueError(f"flush must be True or False, not {flush!r}")
+    if not on_gpu():
+        raise RuntimeError("used_bytes needs a GPU: the simulator has no device memory to count")
     ctx = cuda.current_context()
     if flush:
         ctx.deallocations.clear()
@@ -72,7 +76,10 @@ class Profiler(launch.Watcher):
     def __init__(self, memory: bool = False, flush: bool = True):
         """``memory``: sample the device memory in use; ``flush``: free Numba's queued
         deallocations before each sample (the arrays alive), or not (the memory as the run holds it)."""
-        self.memory = memory and on_gpu()
+        for name, flag in (("memory", memory), ("flush", flush)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{name} must be True or False, not {flag!r}")
+        self.memory = memory and on_gpu()  # (the simulator has no device memory to sample)
         self.flush = flush
         self.launches: list[Launch] = []
         self.op_list: list[Op] = []
@@ -114,6 +121,8 @@ class Profiler(launch.Watcher):
     @contextlib.contextmanager
     def op(self, name: str):
         """Mark an operation of the model: its kernels and library calls are timed together."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty str naming the operation, not {name!r}")
         outer, self._current = self._current, Op(name)
         t0 = time.perf_counter()
         try:
@@ -170,6 +179,9 @@ class Profiler(launch.Watcher):
 
 def kernel_table(rows: list[dict]) -> str:
     """The launches of ``Profiler.kernels()`` as text."""
+    keys = ("op", "kernel", "threads", "ms", "pattern", "section")
+    if not isinstance(rows, (list, tuple)) or any(not isinstance(r, dict) or any(k not in r for k in keys) for r in rows):
+        raise ValueError(f"rows must be Profiler.kernels()'s list of dicts (with {keys}), not {rows!r:.60}")
     lines = [f"{'operation':<18} {'kernel':<30} {'threads':>9} {'GPU ms':>8}  pattern (section)"]
     for r in rows:
         ms = "-" if r["ms"] is None else f"{r['ms']:.4f}"

@@ -164,10 +164,19 @@ class ReplayedStep:
     auto-tuner's picks, then runs it again while recording (that run is the step the call
     returns); later calls replay the recording. ``graph=True`` replays it as one CUDA graph
     where there is a GPU and the step calls no cuBLAS; otherwise it replays the launches and
-    ``graph_error`` says why.
+    ``graph_error`` says why. The recording holds the model's parameter buffers: when they are no
+    longer the model's (``model.params`` replaced, or a buffer swapped), the next call notices and
+    records the step again on the new ones.
     """
 
     def __init__(self, model, batch: int, lr: float, graph: bool = False):
+        from gpulib.cnn.book_model import BookCNN
+
+        if not isinstance(model, BookCNN):
+            raise ValueError(f"model must be a gpulib.cnn.book_model.BookCNN (its device_loss_and_grads is what is "
+                             f"recorded), not {type(model).__name__}")
+        if not isinstance(graph, (bool, np.bool_)):
+            raise ValueError(f"graph must be True or False, not {graph!r}")
         self.model, self.batch = model, require_int(batch, "batch", 1)
         self.lr = require_learning_rate(lr)
         self.want_graph = graph
@@ -192,11 +201,14 @@ class ReplayedStep:
         require_int_labels(labels, "labels", self.batch, self.model.classes)
         self.X.copy_to_device(X)
         self.labels.copy_to_device(to_device(labels))
+        if self.recording is not None and self._recorded_params != [id(p) for p in self.model.params]:
+            self.recording = self.graph = None  # the model's buffers changed since the recording: record anew
         if self.recording is None:
             self.model.device_loss_and_grads(self.X, self.labels)  # compile, tune, fill caches
             with record() as rec:
                 self.losses = self._run()
             self.recording = rec
+            self._recorded_params = [id(p) for p in self.model.params]
             if self.want_graph and on_gpu():
                 try:
                     self.graph = rec.graph()

@@ -18,6 +18,9 @@ figure shows; the figure is an upper bound on what a better kernel could reach.
 
 from __future__ import annotations
 
+import numpy as np
+
+from gpulib.arrays import require_int
 from gpulib.book_layers import LAYER, output_shape, shapes
 from gpulib.book_layers import flop as layer_flop
 
@@ -31,14 +34,39 @@ DATASHEET = {
 
 
 def datasheet(device: str | None) -> dict:
-    """The limits for a device name ("NVIDIA H200", "NVIDIA H100 80GB HBM3"); H200's if unknown."""
-    name = device or ""
-    return DATASHEET["H100 SXM"] if "H100" in name else DATASHEET["H200"]
+    """The limits for a device name ("NVIDIA H200", "NVIDIA H100 80GB HBM3"); the H200's, the book's
+    GPU, for None. Another GPU is a ValueError: its limits are not in DATASHEET."""
+    if device is None:
+        return DATASHEET["H200"]
+    if not isinstance(device, str):
+        raise ValueError(f"device must be a GPU's name (str) or None, not {type(device).__name__}")
+    for key in ("H100", "H200"):
+        if key in device:
+            return DATASHEET["H100 SXM" if key == "H100" else "H200"]
+    raise ValueError(f"device {device!r}: no datasheet limits for it; DATASHEET holds {tuple(DATASHEET)}")
+
+
+def _positive(value, name: str) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, not {value!r}")
+    return float(value)
+
+
+def _limits(limits, precision: str | None) -> None:
+    if not isinstance(limits, dict) or "hbm" not in limits or (precision is not None and precision not in limits):
+        raise ValueError(f"limits must be a dict of peak rates and 'hbm' bandwidth (as datasheet returns), with "
+                         f"{precision!r}; not {limits!r:.80}")
+    for key in ("hbm",) + ((precision,) if precision else ()):
+        _positive(limits[key], f"limits[{key!r}]")
 
 
 def limit(intensity: float, peak: float, bandwidth: float) -> float:
     """The most FLOP/s a kernel of this arithmetic intensity (FLOP/byte) can reach."""
-    return min(peak, intensity * bandwidth)
+    if isinstance(intensity, (bool, np.bool_)) or not isinstance(intensity, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(intensity) or intensity < 0:
+        raise ValueError(f"intensity must be a finite number of at least 0 (FLOP per byte), not {intensity!r}")
+    return min(_positive(peak, "peak"), intensity * _positive(bandwidth, "bandwidth"))
 
 
 def _numel(shape) -> int:
@@ -50,17 +78,25 @@ def _numel(shape) -> int:
 
 def conv_bytes(layer: dict, in_bytes: int = 4, out_bytes: int = 4) -> int:
     """X and W read once, Y written once."""
+    require_int(in_bytes, "in_bytes", 1), require_int(out_bytes, "out_bytes", 1)
     X_shape, W_shape = shapes(layer)
     return in_bytes * (_numel(X_shape) + _numel(W_shape)) + out_bytes * _numel(output_shape(layer))
 
 
 def gemm_bytes(size: int, in_bytes: int = 4, out_bytes: int = 4) -> int:
     """A and B read once, C written once (square matrices)."""
+    require_int(size, "size", 1), require_int(in_bytes, "in_bytes", 1), require_int(out_bytes, "out_bytes", 1)
     return (2 * in_bytes + out_bytes) * size * size
 
 
 def place(name: str, section: str, precision: str, flop: float, nbytes: float, ms: float, limits: dict) -> dict:
     """One kernel on the roofline; precision names the roof ("fp32", "fp16", "tf32", "bf16")."""
+    if precision not in ("fp32", "tf32", "fp16", "bf16"):
+        raise ValueError(f"precision must be 'fp32', 'tf32', 'fp16' or 'bf16', not {precision!r}")
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a str, not {type(name).__name__}")
+    _limits(limits, precision)
+    flop, nbytes, ms = _positive(flop, "flop"), _positive(nbytes, "nbytes"), _positive(ms, "ms")
     seconds = ms * 1e-3
     intensity = flop / nbytes
     rate = flop / seconds
@@ -73,6 +109,8 @@ def place(name: str, section: str, precision: str, flop: float, nbytes: float, m
 
 def memory_kernel(name: str, section: str, nbytes: float, ms: float, limits: dict) -> dict:
     """A kernel that only moves data (im2col): its bandwidth as a percent of HBM's."""
+    _limits(limits, None)
+    nbytes, ms = _positive(nbytes, "nbytes"), _positive(ms, "ms")
     gbps = nbytes / (ms * 1e-3) / 1e9
     return dict(name=name, section=section, precision="-", flop=0.0, bytes=nbytes, ms=ms, intensity=0.0,
                 tflops=0.0, roof_tflops=None, percent=100 * gbps * 1e9 / limits["hbm"], bound="memory", gbps=gbps)
@@ -80,6 +118,12 @@ def memory_kernel(name: str, section: str, nbytes: float, ms: float, limits: dic
 
 def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, limits: dict) -> list[dict]:
     """Every measured kernel of 16.3-16.5 (and the library next to it) placed under ``limits``."""
+    _limits(limits, "fp32")
+    for name, stored, keys in (("conv_direct", conv_direct, ("layer", "rows")), ("conv_gemm", conv_gemm, ("gemm", "layer")),
+                               ("cudnn_tensorcore", cudnn_tensorcore, ("tensor_cores",))):
+        if not isinstance(stored, dict) or any(k not in stored for k in keys):
+            raise ValueError(f"{name} must be the stored results of benchmarks/{name}.py (a dict with {keys}), "
+                             f"not {stored!r:.60}")
     rows = []
     layer = conv_direct["layer"]
     F = layer_flop(layer)
@@ -118,6 +162,10 @@ def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, lim
 
 
 def table(rows: list[dict]) -> str:
+    """The placed kernels as text (rows from ``place``, ``memory_kernel`` or ``book_kernels``)."""
+    keys = ("name", "section", "flop", "intensity", "tflops", "roof_tflops", "percent", "bound", "precision", "gbps")
+    if not isinstance(rows, (list, tuple)) or any(not isinstance(r, dict) or any(k not in r for k in keys) for r in rows):
+        raise ValueError(f"rows must be a list of dicts from place or memory_kernel (with {keys}), not {rows!r:.60}")
     lines = [f"{'kernel':<58} {'sec':>7} {'FLOP/B':>7} {'TFLOP/s':>8} {'limit':>7} {'% of limit':>10}  bound"]
     for r in rows:
         if r["flop"]:
