@@ -311,7 +311,8 @@ add("gpulib.gemm.colmajor.sgemm", Entry(
     reals={"alpha": "finite", "beta": "finite"}, choices=("transa",)))
 add("gpulib.gemm.colmajor.conv_gemm_the_chapters_way", Entry(
     lambda r: _arrays(r, X_col=(27, 60), W_mat=(4, 27)), lambda a: colmajor.conv_gemm_the_chapters_way(a["X_col"], a["W_mat"]),
-    arrays=("X_col", "W_mat"), tied={"X_col": (0,), "W_mat": (1,)}, speaks={"X_col": ("inner", "C·R·S"), "W_mat": ("inner", "C·R·S")}))
+    arrays=("X_col", "W_mat"), tied={"X_col": (0,), "W_mat": (1,)},
+    speaks={"X_col": ("inner", "C·R·S"), "W_mat": ("inner", "C·R·S")}))
 
 
 def _tc_operands(r, M=32, N=16, K=32, dtype=f16):
@@ -715,7 +716,8 @@ add("gpulib.shapes.output_shape", shape_entry(shape_rules.output_shape))
 add("gpulib.env.sized", Entry(lambda r: dict(gpu=1, sim=2), lambda a: gpulib.env.sized(a["gpu"], a["sim"]),
                               others={"gpu": [("None", None)], "sim": [("None", None)]}))
 _LAYER_CASES = [("None", None), ("missing K", {k: v for k, v in gpulib.book_layers.LAYER.items() if k != "K"}),
-                ("a negative H", dict(gpulib.book_layers.LAYER, H=-56)), ("a fractional C", dict(gpulib.book_layers.LAYER, C=6.5)),
+                ("a negative H", dict(gpulib.book_layers.LAYER, H=-56)),
+                ("a fractional C", dict(gpulib.book_layers.LAYER, C=6.5)),
                 ("a string", "LAYER")]
 for _name in ("shapes", "output_shape", "flop", "describe", "layer_inputs"):
     add(f"gpulib.book_layers.{_name}", Entry(lambda r: dict(layer=dict(gpulib.book_layers.LAYER, N=1, C=2, H=4, W=4, K=2)),
