@@ -51,6 +51,23 @@ def require(a, name: str, ndim: int | None, dtype=np.float32, layout: str = "") 
         raise ValueError(f"{what} is empty (shape {tuple(a.shape)})")
 
 
+def require_real(a, name: str, layout: str | None = None) -> np.ndarray:
+    """``a`` as float64 (any real numbers, NumPy arrays or lists: the NumPy references and models take
+    them): ValueError naming ``name`` for None, text, complex numbers, an empty array, or another
+    number of dimensions than ``layout`` ("[N, C, H, W]") names."""
+    try:
+        x = np.asarray(a)
+    except Exception as err:  # ragged lists
+        raise ValueError(f"{name} must be an array of real numbers: {err}") from None
+    if x.dtype.kind not in "biuf" or x.dtype.kind == "b":
+        raise ValueError(f"{name} must hold real numbers, not {type(a).__name__} of {x.dtype}")
+    if layout is not None and x.ndim != len(layout.strip("[]").split(", ")):
+        raise ValueError(f"{name} must be {layout}, a {len(layout.strip('[]').split(', '))}-D array, not shape {x.shape}")
+    if x.size == 0:
+        raise ValueError(f"{name} is empty (shape {x.shape})")
+    return x.astype(np.float64)
+
+
 def require_int(value, name: str, minimum: int = 1) -> int:
     """An integer argument (a size, stride, padding...) of at least ``minimum``; returned as int.
     2.0 is refused like "2": a kernel given a float index computes with floats."""
@@ -59,6 +76,27 @@ def require_int(value, name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ValueError(f"{name} must be an integer of at least {minimum}, not {value}")
     return int(value)
+
+
+def integer_arguments(**least):
+    """Decorator: the named arguments of the function must be integers of at least the given value
+    (``require_int``'s ValueError before the body runs); e.g. ``@integer_arguments(rows=1, cols=1)``."""
+    import functools
+    import inspect
+
+    def decorate(fn):
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            for name, minimum in least.items():
+                if bound.arguments.get(name) is not None or signature.parameters[name].default is not None:
+                    bound.arguments[name] = require_int(bound.arguments[name], name, minimum)
+            return fn(*bound.args, **bound.kwargs)
+        return checked
+    return decorate
 
 
 def require_finite(a, name: str, why: str) -> None:

@@ -40,17 +40,22 @@ class ValidationError(AssertionError):
 
 def poison_value(dtype) -> np.ndarray:
     """The marked NaN (as a 0-d array) used to fill outputs of this dtype before a launch."""
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be a NumPy dtype, not {dtype!r}") from None
     if dtype in _POISON_BITS:
         utype, bits = _POISON_BITS[dtype]
         return np.array(bits, dtype=utype).view(dtype)
     if dtype.kind in "iu":
         return np.array(np.iinfo(dtype).min if dtype.kind == "i" else np.iinfo(dtype).max, dtype)
-    raise ValueError(f"cannot poison dtype {dtype}")
+    raise ValueError(f"dtype: cannot poison {dtype} (floating-point and integer dtypes only)")
 
 
 def unwritten_mask(arr: np.ndarray) -> np.ndarray:
     """True where ``arr`` still holds the poison value bit for bit."""
+    if not hasattr(arr, "dtype") or np.dtype(arr.dtype).kind not in "fiu":
+        raise ValueError(f"arr must be an array of floats or integers, not {type(arr).__name__}")
     arr = np.asarray(arr)
     marker = poison_value(arr.dtype)
     if arr.dtype in _POISON_BITS:
@@ -61,6 +66,10 @@ def unwritten_mask(arr: np.ndarray) -> np.ndarray:
 
 def poisoned(shape, dtype=np.float32, device: bool = True):
     """A new output array filled with the poison value; on the device unless ``device=False``."""
+    sizes = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool) else shape
+    if not isinstance(sizes, (tuple, list)) or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0
+                                                   for d in sizes):
+        raise ValueError(f"shape must be a tuple of non-negative integers, not {shape!r}")
     host = np.full(shape, poison_value(dtype), dtype=dtype)
     if not device:
         return host
@@ -105,10 +114,14 @@ def validate(out, ref, rtol: float | None = None, name: str = "output",
     summed term is zero, so the output must be exactly the reference. A negative, NaN or
     infinite ``scale``, and an ``rtol`` that is not a positive number, are ValueErrors.
     """
-    if scale is not None and not (np.isfinite(scale) and scale >= 0):
+    real = lambda v: not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))  # noqa: E731
+    if scale is not None and not (real(scale) and np.isfinite(scale) and scale >= 0):
         raise ValueError(f"scale must be a finite number of at least 0 (the size of the summed terms), not {scale!r}")
-    if rtol is not None and not (np.isfinite(rtol) and rtol > 0):
+    if rtol is not None and not (real(rtol) and np.isfinite(rtol) and rtol > 0):
         raise ValueError(f"rtol must be a positive finite number, not {rtol!r}")
+    for what, a in (("out", out), ("ref", ref)):
+        if not hasattr(a, "shape"):
+            raise ValueError(f"{what} must be a NumPy or device array, not {type(a).__name__}")
     got = to_host(out)
     want = np.asarray(ref, dtype=np.float64)
     if got.shape != want.shape:

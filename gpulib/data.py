@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gpulib.arrays import require_int
+
 
 @dataclass
 class Split:
@@ -46,6 +48,10 @@ def check_split(data: Split) -> None:
         if len(X) != len(y) or len(X) == 0:
             raise ValueError(f"{X_name} has {len(X)} rows but {y_name} has {len(y)} labels; they must be equal "
                              f"and not zero")
+        if not np.isfinite(X).all():
+            raise ValueError(f"{X_name} holds NaN or infinite values, which would turn the training into NaN")
+        if y.min() < 0:
+            raise ValueError(f"{y_name} holds negative labels ({y.min()}); class numbers start at 0")
     if data.X_train.shape[1] != data.X_test.shape[1]:
         raise ValueError(f"data.X_train has {data.X_train.shape[1]} features but data.X_test has "
                          f"{data.X_test.shape[1]}")
@@ -66,6 +72,9 @@ def load_digits(test_fraction: float = 0.2, seed: int = 0) -> Split:
 
 
 def _split(X, y, test_fraction, seed) -> Split:
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float, np.floating)):
+        raise ValueError(f"test_fraction must be a number between 0 and 1, not {test_fraction!r}")
+    seed = require_int(seed, "seed", 0)
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must lie between 0 and 1, not {test_fraction}")
     rng = np.random.default_rng(seed)

@@ -44,7 +44,7 @@ def _real(x, name: str, ndim: int | None) -> np.ndarray:
 def round_to(x, fmt: str) -> np.ndarray:
     """``x`` rounded to the format ``fmt`` and stored as float32."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
+        raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
     x = _real(x, "x", None)
     if fmt == "fp32":
         return x.copy()
@@ -62,11 +62,17 @@ def bf16_bits(x) -> np.ndarray:
 
 def from_bf16_bits(words) -> np.ndarray:
     """The float32 values of bf16 words (``bf16_bits``' inverse, exact)."""
+    w = np.asarray(words) if not isinstance(words, str) else np.asarray([], np.float32)
+    if w.dtype != np.uint16:
+        raise ValueError(f"words must be uint16 bf16 words (as bf16_bits returns them), not {type(words).__name__} "
+                         f"of {w.dtype}")
     return (np.asarray(words, np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
 def unit_roundoff(fmt: str) -> float:
     """The largest relative error of rounding one value to ``fmt`` (normal range): 2^-(mantissa+1)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
     return 2.0 ** -(MANTISSA_BITS[fmt] + 1)
 
 

@@ -10,25 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib.arrays import require_int
+from gpulib.arrays import require_real as _real
 from gpulib.shapes import conv_output_size, output_shape, require_shape
 
 ACTIVATIONS = ("identity", "relu", "sigmoid", "tanh")
-
-
-def _real(a, name: str, layout: str | None = None) -> np.ndarray:
-    """``a`` as float64 (any real numbers, NumPy or lists): ValueError naming ``name`` for None, text,
-    complex numbers, an empty array, or another number of dimensions than ``layout`` names."""
-    try:
-        x = np.asarray(a)
-    except Exception as err:  # ragged lists
-        raise ValueError(f"{name} must be an array of real numbers: {err}") from None
-    if x.dtype.kind not in "biuf" or x.dtype.kind == "b":
-        raise ValueError(f"{name} must hold real numbers, not {type(a).__name__} of {x.dtype}")
-    if layout is not None and x.ndim != len(layout.strip("[]").split(", ")):
-        raise ValueError(f"{name} must be {layout}, a {len(layout.strip('[]').split(', '))}-D array, not shape {x.shape}")
-    if x.size == 0:
-        raise ValueError(f"{name} is empty (shape {x.shape})")
-    return x.astype(np.float64)
 
 
 def _sizes_agree(what: str, got: int, want: int) -> None:
@@ -39,8 +24,8 @@ def _sizes_agree(what: str, got: int, want: int) -> None:
 def _labels(labels, n: int, classes: int) -> np.ndarray:
     y = np.asarray(labels)
     if y.ndim != 1 or y.dtype.kind not in "iu" or len(y) != n:
-        raise ValueError(f"labels must be {n} integer class numbers [N], not {type(labels).__name__} "
-                         f"of shape {np.shape(labels)}")
+        raise ValueError(f"labels must be {n} integer class numbers [N] (one per row of Z), not "
+                         f"{type(labels).__name__} of shape {np.shape(labels)}")
     if n and (y.min() < 0 or y.max() >= classes):
         raise ValueError(f"labels must lie in [0, {classes}) (the number of classes), found {y.min()}..{y.max()}")
     return y
@@ -119,7 +104,7 @@ def dense_backward(X, W, H, dH, activation: str = "relu"):
     X, W = _real(X, "X", "[N, n_in]"), _real(W, "W", "[n_out, n_in]")
     H, dH = _real(H, "H", "[N, n_out]"), _real(dH, "dH", "[N, n_out]")
     _sizes_agree("X's columns (W's columns, n_in)", X.shape[1], W.shape[1])
-    _sizes_agree("H's shape", H.shape, (X.shape[0], W.shape[0]))
+    _sizes_agree("H's shape (X's rows, W's rows)", H.shape, (X.shape[0], W.shape[0]))
     _sizes_agree("dH's shape (H's)", dH.shape, H.shape)
     dZ = dH * activation_grad(H, activation)
     return dZ @ W, dZ.T @ X, dZ.sum(axis=0)
@@ -252,7 +237,7 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1):
     """
     X, W, _ = _conv_args(X, W, None, padding, stride)
     dY = _real(dY, "dY", "[N, K, H', W']")
-    _sizes_agree("dY's shape (Y's)", dY.shape, output_shape(X.shape, W.shape, padding, stride))
+    _sizes_agree("dY's shape (Y's: X's images, W's filters)", dY.shape, output_shape(X.shape, W.shape, padding, stride))
     N, C, H, Wd = X.shape
     K, _, R, S = W.shape
     Ho, Wo = dY.shape[2], dY.shape[3]
@@ -328,6 +313,7 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1):
     """X_col [C·R·S, N·H'·W']: row (c, r, s), column (n, y, x) holds Xpad[n, c, y·stride + r, x·stride + s]."""
     X = _real(X, "X", "[N, C, H, W]")
     N, C, H, W = X.shape
+    R, S = require_int(R, "R", 1), require_int(S, "S", 1)
     Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
     Xp = np.pad(X, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     cols = np.empty((C, R, S, N, Ho, Wo))
@@ -341,6 +327,7 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1):
 def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1):
     """The adjoint of im2col: every X_col entry adds back into the X element it was copied from."""
     N, C, H, W = require_shape(input_shape, "input_shape", "[N, C, H, W]")
+    R, S = require_int(R, "R", 1), require_int(S, "S", 1)
     Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(W, S, padding, stride)
     dX_col = _real(dX_col, "dX_col", "[C·R·S, N·H'·W']")
     _sizes_agree("dX_col's shape", dX_col.shape, (C * R * S, N * Ho * Wo))

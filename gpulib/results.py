@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 
 def ratio_text(vs_library: float | None) -> str:
     """How tables print the ratio: the percentage of the library's speed."""
+    if vs_library is not None and (isinstance(vs_library, bool) or not isinstance(vs_library, (int, float))
+                                   or not math.isfinite(vs_library) or vs_library <= 0):
+        raise ValueError(f"vs_library must be None or a positive finite ratio, not {vs_library!r}")
     return "-" if vs_library is None else f"{vs_library:.1%}"
 
 
@@ -14,6 +19,8 @@ _SHORT = (("gpulib ", ""), (" (torch, benchmark=True, TF32 off)", ""), (" (torch
 
 def short_name(name: str) -> str:
     """A row's name as a plot labels it: without "gpulib " and the library's settings."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a row's name (str), not {type(name).__name__}")
     for long, short in _SHORT:
         name = name.replace(long, short)
     return name

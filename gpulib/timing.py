@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpulib.arrays import require_int
 from gpulib.env import cuda, on_simulator
 
 _FLUSH_BYTES = 256 * 2**20  # several times the largest L2 of current GPUs (H200: 60 MB)
@@ -39,6 +40,9 @@ class Timing:
 
     def tflops(self, flop: float) -> float:
         """Arithmetic rate for an operation of ``flop`` floating-point operations."""
+        if isinstance(flop, bool) or not isinstance(flop, (int, float, np.integer, np.floating)) or not (
+                np.isfinite(flop) and flop > 0):
+            raise ValueError(f"flop must be a positive finite number of floating-point operations, not {flop!r}")
         return flop / (self.median_ms * 1e-3) / 1e12
 
     def __str__(self) -> str:
@@ -70,6 +74,9 @@ def _flush_l2() -> None:
 def benchmark(fn, *args, warmup: int = 3, repeat: int = 20, flush_l2: bool = True,
               label: str | None = None) -> Timing:
     """Time ``fn(*args)`` (which launches GPU work) with CUDA events; median of ``repeat``."""
+    if not callable(fn):
+        raise ValueError(f"fn must be a function to time, not {type(fn).__name__}")
+    warmup, repeat = require_int(warmup, "warmup", 0), require_int(repeat, "repeat", 1)
     label = label or getattr(fn, "__name__", "operation")
     if on_simulator():
         return Timing(label, valid=False)

@@ -49,7 +49,7 @@ def test_descriptor_fields_round_trip_and_sit_where_the_ptx_isa_puts_them():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(start=8, leading_byte_offset=0, stride_byte_offset=0), "start must be a multiple of 16 bytes"),
     (dict(start=0, leading_byte_offset=0, stride_byte_offset=1 << 18), "stride_byte_offset must be a multiple"),
-    (dict(start=0, leading_byte_offset=-16, stride_byte_offset=0), "leading_byte_offset must be a multiple"),
+    (dict(start=0, leading_byte_offset=-16, stride_byte_offset=0), "leading_byte_offset must be an integer of at least 0"),
     (dict(start=0, leading_byte_offset=0, stride_byte_offset=0, mode="96B"), "swizzle mode must be one of"),
     (dict(start=0, leading_byte_offset=0, stride_byte_offset=0, base_offset=8), "base_offset must be in 0..7"),
 ])

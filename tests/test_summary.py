@@ -177,7 +177,7 @@ def test_cuda_c_sources_are_shown_everywhere_and_run_on_a_gpu(rng, capsys):
         assert "__global__" in cuda_c.source(name)
     cuda_c.show("direct_conv")
     assert "conv2d_direct" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="unknown CUDA C source"):
+    with pytest.raises(ValueError, match="name must be one of the CUDA C sources"):
         cuda_c.source("winograd")
     X = rng.standard_normal((2, 3, 9, 7)).astype(np.float32)
     W = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)

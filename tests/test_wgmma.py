@@ -151,7 +151,7 @@ def test_v5_refuses_what_it_cannot_take():
     with pytest.raises(ValueError, match=r"version v5 needs K a multiple of 8 .*got K=20"):
         tc_gemm.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
     A, Bt = cuda.to_device(np.ones((64, 16), np.float16)), cuda.to_device(np.ones((32, 16), np.float16))
-    with pytest.raises(ValueError, match=r"C must be \[M, N\] = \(64, 32\), not \(64, 64\)"):
+    with pytest.raises(ValueError, match=r"C must be \[M, N\] = \(64, 32\) \(A.s rows, Bt.s rows\), not \(64, 64\)"):
         tc_gemm.launch(A, Bt, cuda.device_array((64, 64), np.float32), version="v5")
     with pytest.raises(ValueError, match="config must be one of .* for v5, not 'huge'"):
         tc_gemm.launch(A, Bt, cuda.device_array((64, 32), np.float32), version="v5", config="huge")

@@ -17,7 +17,7 @@ import numpy as np
 from gpulib import reference as ref
 from gpulib.arrays import is_device_array, require, require_int_labels, to_device
 from gpulib.cnn import layers
-from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_model_shape
+from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_model_shape, reference_params
 from gpulib.conv import front
 from gpulib.mlp import layers as mlp
 from gpulib.shapes import require_shape
@@ -129,7 +129,7 @@ class BookCNN(ImageClassifier):
 
 def reference_loss(params, X, labels) -> float:
     """The same network in float64 NumPy (for finite-difference checks of the gradients)."""
-    W1, b1, W2, b2, Wf, bf = (np.asarray(p, np.float64) for p in params)
+    W1, b1, W2, b2, Wf, bf = reference_params(params, X, 6)
     a1 = np.maximum(ref.conv2d(X, W1, b1, padding=1), 0.0)
     a2 = np.maximum(ref.conv2d(a1, W2, b2, padding=1), 0.0)
     logits = ref.max_pool2d(a2, 2).reshape(len(X), -1) @ Wf.T + bf
@@ -138,7 +138,7 @@ def reference_loss(params, X, labels) -> float:
 
 def reference_grads(params, X, labels):
     """The six gradients in float64, by the chain rule on the reference operations."""
-    W1, b1, W2, b2, Wf, bf = (np.asarray(p, np.float64) for p in params)
+    W1, b1, W2, b2, Wf, bf = reference_params(params, X, 6)
     X = np.asarray(X, np.float64)
     z1 = ref.conv2d(X, W1, b1, padding=1)
     a1 = np.maximum(z1, 0.0)

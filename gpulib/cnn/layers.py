@@ -14,7 +14,7 @@ from gpulib.cnn import kernels
 from gpulib.conv import front
 from gpulib.env import sized
 from gpulib.reductions import tree as trees
-from gpulib.shapes import check_conv_inputs
+from gpulib.shapes import check_conv_inputs, require_shape
 
 BLOCK_1D = 128
 TILE = 16
@@ -62,7 +62,8 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     N, Kc, Ho, Wo = check_conv_inputs(X, W, None, padding, stride)
     require(dY, "dY", 4, layout="[N, K, H', W']")
     if tuple(dY.shape) != (N, Kc, Ho, Wo):
-        raise ValueError(f"dY must have the output's shape {(N, Kc, Ho, Wo)}, not {tuple(dY.shape)}")
+        raise ValueError(f"dY must have the output's shape {(N, Kc, Ho, Wo)} (X's images, W's filters), "
+                         f"not {tuple(dY.shape)}")
     out_dX, out_dW, out_db = outputs(out, ("dX", "dW", "db"))
     backward = front.get(algorithm, X, W, None, padding, stride).backward
     dX = output(out_dX, tuple(X.shape), "dX") if need_dX else None
@@ -116,7 +117,7 @@ def _check_pool(X, size):
     require_int(size, "size", 1)
     N, C, H, W = X.shape
     if size > H or size > W:
-        raise ValueError(f"the {size}x{size} pooling window is larger than the {H}x{W} image")
+        raise ValueError(f"size {size}: the {size}x{size} pooling window is larger than the {H}x{W} image")
     return N, C, H // size, W // size
 
 
@@ -142,10 +143,7 @@ def avg_pool2d(X, size: int = 2, *, out=None):
 
 
 def _check_pool_backward(input_shape, dY, size):
-    if len(input_shape) != 4:
-        raise ValueError(f"input_shape must be [N, C, H, W], not {tuple(input_shape)}")
-    for axis, n in zip("NCHW", input_shape):
-        require_int(n, f"input_shape's {axis}", 1)
+    require_shape(input_shape, "input_shape", "[N, C, H, W]")
     require_int(size, "size", 1)
     require(dY, "dY", 4, layout="[N, C, H/size, W/size]")
     N, C, H, W = input_shape

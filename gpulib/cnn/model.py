@@ -15,7 +15,16 @@ import contextlib
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import require, require_finite, require_int, require_int_labels, require_learning_rate, to_device, to_host
+from gpulib.arrays import (
+    require,
+    require_finite,
+    require_int,
+    require_int_labels,
+    require_learning_rate,
+    require_real,
+    to_device,
+    to_host,
+)
 from gpulib.cnn import layers
 from gpulib.conv import front
 from gpulib.mlp import layers as mlp
@@ -37,6 +46,20 @@ def images_on_device(X, image_shape, finite: bool = True):
     if finite:
         require_finite(X, "X", "would turn every output and gradient into NaN")
     return to_device(X)
+
+
+def reference_params(params, X, count: int) -> list:
+    """A reference network's ``count`` parameters as float64 arrays, checked against X's images: the
+    FC layer (params[-2]) must take what the convolutions and the pooling leave of them."""
+    if not isinstance(params, (list, tuple)) or len(params) != count:
+        raise ValueError(f"params must be the model's {count} parameters (model.host_params()), not {params!r:.60}")
+    params = [require_real(p, f"params[{i}]") for i, p in enumerate(params)]
+    X = require_real(X, "X", "[N, C, H, W]")
+    features = params[-4].shape[0] * (X.shape[2] // 2) * (X.shape[3] // 2)  # the last conv's K filters, pooled
+    if params[-2].ndim != 2 or params[-2].shape[1] != features or params[0].shape[1] != X.shape[1]:
+        raise ValueError(f"X's images {X.shape[1:]} do not fit params: the first conv takes {params[0].shape[1]} "
+                         f"channels and the FC layer {params[-2].shape[-1]} features, these images give {features}")
+    return params
 
 
 def check_grads(grads, params, lr) -> None:
@@ -156,7 +179,7 @@ class SmallCNN(ImageClassifier):
 
 def reference_loss(params, X, labels) -> float:
     """The same network in float64 NumPy (for finite-difference checks)."""
-    cW, cb, fW, fb = params
+    cW, cb, fW, fb = reference_params(params, X, 4)
     act = np.maximum(ref.conv2d(X, cW, cb, padding=1), 0.0)
     pooled = ref.max_pool2d(act, 2)
     logits = pooled.reshape(len(X), -1) @ np.asarray(fW, np.float64).T + fb

@@ -192,4 +192,6 @@ NAMES = tuple(ALGORITHMS)
 
 def of_precision(precision: str = "fp32") -> list[Algorithm]:
     """The algorithms that multiply in ``precision`` (the auto-tuner compares like with like)."""
+    if precision not in {a.precision for a in ALGORITHMS.values()}:
+        raise ValueError(f"precision must be one of {sorted({a.precision for a in ALGORITHMS.values()})}, not {precision!r}")
     return [a for a in ALGORITHMS.values() if a.precision == precision]

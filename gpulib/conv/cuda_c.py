@@ -30,7 +30,7 @@ BLOCK = 256
 def source(name: str) -> str:
     """The CUDA C source of one of ``NAMES``."""
     if name not in NAMES:
-        raise ValueError(f"unknown CUDA C source {name!r}; choose one of {NAMES}")
+        raise ValueError(f"name must be one of the CUDA C sources {NAMES}, not {name!r}")
     return (SOURCE_DIR / f"{name}.cu").read_text()
 
 

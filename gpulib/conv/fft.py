@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from gpulib.arrays import MAX_GRID_Z, output, require_finite, to_device
+from gpulib.arrays import MAX_GRID_Z, integer_arguments, output, require_finite, to_device
 from gpulib.env import on_gpu
 from gpulib.shapes import check_conv_inputs, layer_shapes
 
@@ -57,6 +57,7 @@ def _to(xp, a):
     return xp.asarray(a)
 
 
+@integer_arguments(H=1, W=1, padding=0)
 def grid_size(H, W, padding):
     """The FFT grid: the padded image (a correlation with an R-wide filter needs no more)."""
     return H + 2 * padding, W + 2 * padding

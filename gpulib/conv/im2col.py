@@ -23,7 +23,7 @@ from numba import cuda, float32, uint32
 
 from gpulib.arrays import blocks, output, outputs, require, require_int, to_device
 from gpulib.gemm import VERSIONS, matmul
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, layer_shapes
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, layer_shapes, require_shape
 
 BLOCK = 256
 
@@ -204,8 +204,7 @@ def im2col(X, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None, ve
 
 def col2im(dX_col, input_shape, R: int, S: int, padding: int = 0, stride: int = 1, *, out=None):
     """dX [N, C, H, W] from dX_col [C·R·S, N·H'·W'] (the adjoint of im2col)."""
-    if len(input_shape) != 4:
-        raise ValueError(f"input_shape must be [N, C, H, W], not {tuple(input_shape)}")
+    require_shape(input_shape, "input_shape", "[N, C, H, W]")
     for name, value, least in (("R", R, 1), ("S", S, 1), ("padding", padding, 0), ("stride", stride, 1),
                                *((f"input_shape's {a}", n, 1) for a, n in zip("NCHW", input_shape))):
         require_int(value, name, least)
@@ -261,7 +260,8 @@ def conv2d_im2col_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_
     _, C, R, S = W.shape
     require(dY, "dY", 4, layout="[N, K, H', W']")
     if tuple(dY.shape) != (N, K, Ho, Wo):
-        raise ValueError(f"dY must have the output's shape {(N, K, Ho, Wo)}, not {tuple(dY.shape)}")
+        raise ValueError(f"dY must have the output's shape {(N, K, Ho, Wo)} (X's images, W's filters), "
+                         f"not {tuple(dY.shape)}")
     out_dX, out_dW = outputs(out, ("dX", "dW"))
     dW = output(out_dW, (K, C, R, S), "dW")
     dX = output(out_dX, tuple(X.shape), "dX") if need_dX else None

@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32, int32, uint32
 
-from gpulib.arrays import blocks, output, require, to_device, to_host
+from gpulib.arrays import blocks, integer_arguments, output, require, to_device, to_host
 from gpulib.env import sized
 from gpulib.gemm.kernels import check_tile
 from gpulib.shapes import bias_or_zeros, check_conv_inputs
@@ -141,6 +141,7 @@ def implicit_gemm_kernel(R: int, S: int, PRECOMPUTED: bool, BM: int = 64, BN: in
     return implicit_gemm
 
 
+@integer_arguments(C=1, R=1, S=1)
 def row_table(C: int, R: int, S: int) -> np.ndarray:
     """The precomputed variant's table: row (c, r, s) of X_col → [c, r, s] (int32 [C·R·S, 3])."""
     rows = np.arange(C * R * S)

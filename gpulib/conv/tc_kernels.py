@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from numba import cuda, float32, types
 
-from gpulib.arrays import blocks
+from gpulib.arrays import blocks, integer_arguments
 from gpulib.tensorcore import tma, wgmma, wmma
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE, warp_mma, warp_store
 
@@ -247,6 +247,7 @@ V4_SHARED = V4_STAGES * V3_STAGE_BYTES + wgmma.ATOM_BYTES
 V4_PIXEL_TILES = (8, 16, 32, 64, 128)  # widths of a block's patch of output pixels (height 128 / width)
 
 
+@integer_arguments(Ho=1, Wo=1)
 def pixel_tile(Ho: int, Wo: int) -> tuple[int, int]:
     """(height, width) of the patch of 128 output pixels a conv v4 block owns: of the widths in
     V4_PIXEL_TILES, the one that leaves the fewest patch pixels outside the image (ties: the wider)."""

@@ -20,7 +20,7 @@ import numpy as np
 from numba import cuda
 
 from gpulib import reference as ref
-from gpulib.arrays import blocks, is_device_array, output, to_device, to_host
+from gpulib.arrays import blocks, is_device_array, output, require, require_real, to_device, to_host
 from gpulib.conv.implicit_gemm import device_row_table
 from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from here)
     BM,
@@ -57,7 +57,15 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     tc_conv_wgmma_kernel,
     to_fp16_kernel,
 )
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, filter_shape, layer_shapes, output_shape
+from gpulib.shapes import (
+    bias_or_zeros,
+    check_conv_inputs,
+    conv_output_size,
+    filter_shape,
+    layer_shapes,
+    output_shape,
+    require_shape,
+)
 from gpulib.tensorcore import tma, wgmma
 
 VERSIONS = ("v1", "v2", "v3", "v4")
@@ -147,6 +155,8 @@ def launch(operands: Operands, Y) -> None:
     if not is_device_array(Y) or np.dtype(Y.dtype) != np.float32 or tuple(Y.shape) != operands.out_shape:
         raise ValueError(f"Y must be a float32 device array of shape {list(operands.out_shape)} for {operands.version}, "
                          f"not {type(Y).__name__} {np.dtype(getattr(Y, 'dtype', None)).name} {list(getattr(Y, 'shape', ()))}")
+    if not (Y.is_c_contiguous() if hasattr(Y, "is_c_contiguous") else True):
+        raise ValueError("Y must be C-contiguous (the kernels write it row by row)")
     reason = supports(operands.W_shape, operands.stride, version=operands.version)
     if reason:
         raise ValueError(reason)
@@ -176,6 +186,7 @@ def launch(operands: Operands, Y) -> None:
 
 def fp16_copy(a):
     """An fp16 copy of a float32 array, made on the device."""
+    require(a, "a", None)  # float32, C-contiguous, not empty
     a = to_device(a)
     out = cuda.device_array(a.shape, np.float16)
     to_fp16_kernel[blocks(a.size, 256), 256](a.reshape(a.size), out.reshape(out.size))
@@ -185,7 +196,11 @@ def fp16_copy(a):
 def to_nchw(Yn, shape) -> np.ndarray:
     """A v2-v4 output [rows ≥ N·H'·W', ≥ K] on the device as a NumPy Y [N, K, H', W'] (shape): the
     padding rows and filters cropped, the layout turned back to NCHW."""
-    N, K, Ho, Wo = shape
+    N, K, Ho, Wo = require_shape(shape, "shape", "[N, K, H', W']")
+    require(Yn, "Yn", 2, layout="[rows, filters]")
+    if Yn.shape[0] < N * Ho * Wo or Yn.shape[1] < K:
+        raise ValueError(f"Yn {tuple(Yn.shape)} is smaller than shape {tuple(shape)} needs: "
+                         f"[≥ N·H'·W' = {N * Ho * Wo}, ≥ K = {K}]")
     return to_host(Yn)[:N * Ho * Wo, :K].reshape(N, Ho, Wo, K).transpose(0, 3, 1, 2)
 
 
@@ -211,6 +226,8 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, vers
 def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, *, version: str = "v2") -> int:
     """Extra device memory: the fp16 copies of X and W (v1 adds the row table; v2 pads C to 8
     and K to 16, repeats the bias in 16 rows and stores Y as [N·H'·W' rounded to 16, K16] fp32)."""
+    if version not in VERSIONS:
+        raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
     N, C, H, Wd = X_shape
     K, _, R, S = W_shape
     if version == "v1":
@@ -246,8 +263,9 @@ def conv2d_tc_tma(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
 
 def reference(X, W, b=None, padding: int = 0, stride: int = 1) -> np.ndarray:
     """What the tensor cores compute, in float64: the fp16-rounded X and W convolved exactly."""
-    as16 = lambda a: np.asarray(a, np.float16).astype(np.float64)  # noqa: E731
-    return ref.conv2d(as16(X), as16(W), b, padding, stride)
+    as16 = lambda a, name: require_real(a, name, "[N, C, H, W]" if name == "X" else "[K, C, R, S]").astype(  # noqa: E731
+        np.float16).astype(np.float64)
+    return ref.conv2d(as16(X, "X"), as16(W, "W"), b, padding, stride)
 
 
 @filter_shape

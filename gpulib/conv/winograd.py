@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from gpulib.arrays import blocks, output, require_finite, to_device
+from gpulib.arrays import blocks, is_device_array, output, require, require_finite, require_real, to_device
 from gpulib.env import sized
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.launch import BoundLaunch
@@ -188,6 +188,9 @@ def supports(W_shape, stride: int, variant: str = "F(2x2, 3x3)") -> str | None:
 
 def filter_transform(W):
     """U [16, K, C] = G g Gᵀ for every filter slice g = W[k, c]."""
+    require(W, "W", 4, layout="[K, C, 3, 3]")
+    if tuple(W.shape[2:]) != (3, 3):
+        raise ValueError(f"W must be [K, C, 3, 3] (3x3 filters), not {tuple(W.shape)}")
     K, C = W.shape[0], W.shape[1]
     U = cuda.device_array((16, K, C), np.float32)
     filter_transform_kernel[blocks(K * C, BLOCK), BLOCK](to_device(W), U)
@@ -258,8 +261,16 @@ AT4 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0
 _BT4, _G4, _AT4 = BT4.astype(np.float32), G4.astype(np.float32), AT4.astype(np.float32)
 
 
+def _tile_args(d, g, m: int):
+    d, g = require_real(d, "d", "[m, m]"), require_real(g, "g", "[3, 3]")
+    if d.shape != (m, m) or g.shape != (3, 3):
+        raise ValueError(f"d must be a {m}x{m} input tile and g a 3x3 filter, not d {d.shape} and g {g.shape}")
+    return d, g
+
+
 def reference_tile_f4(d: np.ndarray, g: np.ndarray) -> np.ndarray:
     """F(4x4, 3x3) for one 6x6 tile and one 3x3 filter in float64."""
+    d, g = _tile_args(d, g, 6)
     return AT4 @ ((G4 @ g @ G4.T) * (BT4 @ d @ BT4.T)) @ AT4.T
 
 
@@ -351,9 +362,14 @@ class F4Plan:
     """F(4x4, 3x3) for one layer shape: the workspace (U, V, M) and the four launches, bound."""
 
     def __init__(self, X_shape, W_shape, padding: int):
+        _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, 1)  # (checks the shapes and padding)
+        reason = supports_f4(W_shape, 1)
+        if reason:
+            raise ValueError(f"W_shape {tuple(W_shape)}: {reason}")
         N, C, H, W = X_shape
         K = W_shape[0]
-        _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, 1)
+        self.shapes = dict(X=tuple(X_shape), W=tuple(W_shape), bias=(K,), Y=(N, K, Ho, Wo))
+        self.padding = int(padding)
         self.tiles_y, self.tiles_x = _tile_grid(Ho, Wo, 4)
         P = N * self.tiles_y * self.tiles_x
         self.U = cuda.device_array((36, K, C), np.float32)
@@ -367,6 +383,16 @@ class F4Plan:
         self.outputs = BoundLaunch(output_transform_f4_kernel, blocks(K * P, BLOCK), BLOCK)
 
     def run(self, X, W, bias, Y, padding: int):
+        """The four launches on device float32 X, W, bias and Y of the plan's layer (checked: shapes,
+        dtype, device, padding; nothing is copied)."""
+        for name, a in (("X", X), ("W", W), ("bias", bias), ("Y", Y)):
+            if not is_device_array(a) or np.dtype(a.dtype) != np.float32 or tuple(a.shape) != self.shapes[name]:
+                raise ValueError(f"{name} must be a float32 device array of this plan's shape {self.shapes[name]}, "
+                                 f"not {type(a).__name__} {getattr(a, 'dtype', '')} {tuple(getattr(a, 'shape', ()))}")
+            if not (a.is_c_contiguous() if hasattr(a, "is_c_contiguous") else True):
+                raise ValueError(f"{name} must be C-contiguous")
+        if isinstance(padding, bool) or not isinstance(padding, (int, np.integer)) or padding != self.padding:
+            raise ValueError(f"padding must be this plan's {self.padding}, not {padding!r}")
         self.filters(W, self.U)
         self.inputs(X, self.V, padding, self.tiles_y, self.tiles_x)
         self.products(self.U, self.V, self.M)  # M[pos] = U[pos] (K×C) · V[pos] (C×P), all 36 at once
@@ -410,4 +436,5 @@ def f4_workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1) -> i
 
 def reference_tile(d: np.ndarray, g: np.ndarray) -> np.ndarray:
     """F(2x2, 3x3) for one 4x4 tile and one 3x3 filter in float64 (for the book and tests)."""
+    d, g = _tile_args(d, g, 4)
     return AT @ ((G @ g @ G.T) * (BT @ d @ BT.T)) @ AT.T

@@ -46,7 +46,7 @@ def check_operands(A, B, C, batched: bool = False) -> None:
             require(C, "C", ndim, layout=layout)  # float32, C-contiguous, not empty
         else:
             if len(X.shape) != ndim:
-                raise ValueError(f"{name} {layout} must be {ndim}-D, but has shape {tuple(X.shape)}")
+                raise ValueError(f"{name} {layout} must be {ndim}-D like C, but has shape {tuple(X.shape)}")
             if np.dtype(X.dtype) != np.float32:
                 raise ValueError(f"{name} {layout} must have dtype float32, not {np.dtype(X.dtype)}")
             if any(d == 0 for d in X.shape):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from numba import cuda, float32, types, uint64
 
+from gpulib.arrays import require_int
 from gpulib.tensorcore import tma, wgmma
 
 float16 = types.float16
@@ -34,10 +35,27 @@ def grouped_tile(M, N, bm, bn):
     return (first + inside % size) * bm, (inside // size) * bn
 
 
+MAX_DYNAMIC_SHARED = 227 * 1024  # bytes of shared memory a block may opt in to (compute capability 9.0)
+
+
+def _check_config(bn, stages, operands, least_stages: int) -> None:
+    """A wgmma GEMM's tile width, ring depth and operands, as the GPU requires them (on the simulator too)."""
+    if isinstance(bn, bool) or bn not in wgmma.STORE:
+        raise ValueError(f"bn must be one of {tuple(wgmma.STORE)} (the wgmma tile's N), not {bn!r}")
+    stages = require_int(stages, "stages", least_stages)
+    if operands not in ("fp16", "bf16"):
+        raise ValueError(f"operands must be 'fp16' or 'bf16', not {operands!r}")
+    shared = stages * (V5_BM * V5_BK * 2 + bn * V5_BK * 2)
+    if shared > MAX_DYNAMIC_SHARED:
+        raise ValueError(f"stages={stages} with bn={bn} needs {shared} bytes of shared memory; a block may hold at "
+                         f"most {MAX_DYNAMIC_SHARED}")
+
+
 def make_tc_gemm_v5(bn: int, stages: int, operands: str = "fp16"):
     """Version 5 for a 128 x ``bn`` block tile (bn = 64, 128 or 256), a ring of ``stages`` (3 or 4)
     shared buffers of A's and Bᵀ's 64-deep tiles and fp16 or bf16 operands (the copies move
     16-bit words as they are); returns (kernel, shared bytes)."""
+    _check_config(bn, stages, operands, 3)  # a ring of 3 or more: one tile being multiplied, one ahead, one landing
     multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
@@ -120,6 +138,7 @@ def _tma_request(stages: int, a_bytes: int, stage_bytes: int):
 def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
     """Version 6 for a 128 x ``bn`` block tile, ``stages`` buffers and fp16 or bf16 operands;
     returns (kernel, shared bytes)."""
+    _check_config(bn, stages, operands, 2)
     multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
     a_bytes = V5_BM * V5_BK * 2
     stage_bytes = a_bytes + bn * V5_BK * 2
@@ -179,6 +198,14 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
                     operands: str = "fp16"):
     """Version 7 for a 128 x ``bn`` block tile and ``stages`` buffers: one producer warpgroup and
     two multiplying ones, whose registers ``setmaxnreg`` sets; returns (kernel, shared bytes)."""
+    _check_config(bn, stages, operands, 2)
+    registers = require_int(registers, "registers", 24)
+    if registers > 255:
+        raise ValueError(f"registers must be at most 255 a thread, not {registers}")
+    for name, value, table in (("producer_registers", producer_registers, wgmma.RELEASE),
+                               ("consumer_registers", consumer_registers, wgmma.CLAIM)):
+        if isinstance(value, bool) or value not in table:
+            raise ValueError(f"{name} must be one of {tuple(table)} (setmaxnreg counts), not {value!r}")
     multiply, store = wgmma.MULTIPLY_TILE[operands, bn], wgmma.STORE[bn]
     release, claim = wgmma.RELEASE[producer_registers], wgmma.CLAIM[consumer_registers]
     a_bytes = V5_BM * V5_BK * 2

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from gpulib.arrays import blocks, is_device_array, output, require, to_device, to_host
+from gpulib.arrays import blocks, is_device_array, output, require, require_real, to_device, to_host
 from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels and configs, reached from here)
     CONFIGS,
     KERNELS,
@@ -85,7 +85,7 @@ def check_launch(A, Bt, C, *, version: str, config: str | None = None, operands:
     if Bt.shape[1] != K:
         raise ValueError(f"A [M, K] and Bt [N, K] need the same K; got A {tuple(A.shape)} and Bt {tuple(Bt.shape)}")
     if tuple(C.shape) != (M, N):
-        raise ValueError(f"C must be [M, N] = {(M, N)}, not {tuple(C.shape)}")
+        raise ValueError(f"C must be [M, N] = {(M, N)} (A's rows, Bt's rows), not {tuple(C.shape)}")
     if version in VERSIONS:
         if M % TILE or N % TILE or K % TILE:
             raise ValueError(f"version {version} (WMMA) needs M, N and K multiples of {TILE} (whole 16x16x16 tiles); "
@@ -198,4 +198,7 @@ def matmul_tc(A, B, *, version: str = "v2", out=None):
 
 def reference(A, B) -> np.ndarray:
     """What the tensor cores compute, in float64: the fp16-rounded operands multiplied exactly."""
-    return np.asarray(A, np.float16).astype(np.float64) @ np.asarray(B, np.float16).astype(np.float64)
+    A, B = require_real(A, "A", "[M, K]"), require_real(B, "B", "[K, N]")
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"inner dimensions do not match: A is {A.shape} and B is {B.shape}")
+    return A.astype(np.float16).astype(np.float64) @ B.astype(np.float16).astype(np.float64)

@@ -10,13 +10,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import blocks, is_device_array, output, outputs, require, require_int_labels, require_learning_rate, to_device
+from gpulib.arrays import (
+    blocks,
+    integer_arguments,
+    is_device_array,
+    output,
+    outputs,
+    require,
+    require_int_labels,
+    require_learning_rate,
+    to_device,
+)
 from gpulib.mlp import kernels
 
 BLOCK_1D = 128
 BLOCK_2D = (16, 16)  # (x along a row, y down the rows)
 
 
+@integer_arguments(rows=1, cols=1)
 def grid_2d(rows: int, cols: int):
     """(grid, block) covering a [rows, cols] output with 16x16 blocks: x along a row, y down."""
     bx, by = BLOCK_2D
@@ -90,7 +101,7 @@ def dense_backward(X, W, H, dH, activation: str = "relu", *, need_dX: bool = Tru
         raise ValueError(f"W has shape {tuple(W.shape)} but X has {n_in} features: W must be [n_out, {n_in}]")
     for name, arr in (("H", H), ("dH", dH)):
         if tuple(arr.shape) != (n, n_out):
-            raise ValueError(f"{name} must have shape {(n, n_out)} = [N, n_out], not {tuple(arr.shape)}")
+            raise ValueError(f"{name} must have shape {(n, n_out)} = [N, n_out] (X's rows, W's rows), not {tuple(arr.shape)}")
     out_dX, out_dW, out_db = outputs(out, ("dX", "dW", "db"))
     X, W, H, dH = map(to_device, (X, W, H, dH))
 

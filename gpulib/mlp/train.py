@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpulib.arrays import require_learning_rate
+from gpulib.arrays import require_int, require_learning_rate
 from gpulib.data import Split, check_split
 from gpulib.mlp.model import MLP
 
@@ -68,7 +68,18 @@ def train(model: MLP, data: Split, lr: float, epochs: int, batch_size: int, seed
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    if not all(callable(getattr(model, m, None)) for m in ("loss_and_grads", "step", "accuracy")):
+        raise ValueError(f"model must be a gpulib.mlp.MLP (or a CNN of gpulib.cnn: loss_and_grads, step and accuracy), "
+                         f"not {type(model).__name__}")
     check_split(data)
+    features = model.sizes[0] if isinstance(model, MLP) else int(np.prod(model.image_shape))
+    if data.X_train.shape[1] != features:
+        raise ValueError(f"data has {data.X_train.shape[1]} features but the model takes {features}")
+    classes = model.sizes[-1] if isinstance(model, MLP) else model.classes
+    for part, y in (("y_train", data.y_train), ("y_test", data.y_test)):
+        if y.max() >= classes:
+            raise ValueError(f"data.{part} holds label {y.max()}, but the model has {classes} classes (0..{classes - 1})")
+    seed = require_int(seed, "seed", 0)
     rng = np.random.default_rng(seed)
     n = len(data.X_train)
     steps_per_epoch = math.ceil(n / batch_size)

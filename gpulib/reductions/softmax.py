@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import cuda, float32
 
-from gpulib.arrays import output, require, to_device
+from gpulib.arrays import integer_arguments, output, require, to_device
 from gpulib.reductions.tree import BLOCK, block_reduce
 
 
@@ -50,6 +50,7 @@ def softmax_rows(Z, *, out=None):
     return P
 
 
+@integer_arguments(cols=1)
 def reduction_steps(cols: int) -> dict:
     """What one row costs: each thread's serial share, the tree's steps and its barriers."""
     serial = -(-cols // BLOCK)

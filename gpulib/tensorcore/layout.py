@@ -21,17 +21,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulib.arrays import require_real
+
 SHAPES = {"a": (16, 16), "b": (16, 8), "c": (16, 8)}
 PER_LANE = {"a": 8, "b": 4, "c": 4}
 
 
+def _check_matrix(matrix) -> None:
+    if not isinstance(matrix, str) or matrix not in SHAPES:
+        raise ValueError(f"matrix must be 'a', 'b' or 'c', not {matrix!r}")
+
+
 def element(matrix: str, lane: int, index: int) -> tuple[int, int]:
     """(row, column) of register ``index`` of ``lane`` in fragment ``matrix`` ('a', 'b' or 'c')."""
-    if matrix not in SHAPES:
-        raise ValueError(f"matrix must be 'a', 'b' or 'c', not {matrix!r}")
-    if not 0 <= lane < 32:
-        raise ValueError(f"lane must be in 0..31, not {lane}")
-    if not 0 <= index < PER_LANE[matrix]:
+    _check_matrix(matrix)
+    if isinstance(lane, bool) or not isinstance(lane, (int, np.integer)) or not 0 <= lane < 32:
+        raise ValueError(f"lane must be an integer in 0..31, not {lane!r}")
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < PER_LANE[matrix]:
         raise ValueError(f"index must be in 0..{PER_LANE[matrix] - 1} for {matrix!r}, not {index}")
     group, t = divmod(lane, 4)
     if matrix == "a":  # a0 a1: (g, 2t..2t+1); a2 a3: (g+8, ..); a4 a5: (g, 2t+8..); a6 a7: (g+8, 2t+8..)
@@ -43,6 +49,7 @@ def element(matrix: str, lane: int, index: int) -> tuple[int, int]:
 
 def owners(matrix: str) -> tuple[np.ndarray, np.ndarray]:
     """(lane, register) of every element of ``matrix``'s tile, as two integer arrays of its shape."""
+    _check_matrix(matrix)
     lane_of = np.full(SHAPES[matrix], -1)
     index_of = np.full(SHAPES[matrix], -1)
     for lane in range(32):
@@ -55,20 +62,33 @@ def owners(matrix: str) -> tuple[np.ndarray, np.ndarray]:
 def owner(matrix: str, row: int, col: int) -> tuple[int, int]:
     """(lane, register) holding element (row, col) of ``matrix``'s tile."""
     lane_of, index_of = owners(matrix)
+    for name, value, size in (("row", row, SHAPES[matrix][0]), ("col", col, SHAPES[matrix][1])):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < size:
+            raise ValueError(f"{name} must be an integer in 0..{size - 1} for {matrix!r}, not {value!r}")
     return int(lane_of[row, col]), int(index_of[row, col])
 
 
 def gather(matrix: str, tile: np.ndarray) -> np.ndarray:
     """The fragments of a whole tile: an array [32 lanes, registers]."""
-    tile = np.asarray(tile)
+    _check_matrix(matrix)
+    tile = require_real(tile, "tile", "[rows, cols]")
     if tile.shape != SHAPES[matrix]:
         raise ValueError(f"tile for {matrix!r} must be {SHAPES[matrix]}, not {tile.shape}")
     return np.array([[tile[element(matrix, lane, i)] for i in range(PER_LANE[matrix])] for lane in range(32)])
 
 
+def _fragments(fragments, name: str, matrix: str) -> np.ndarray:
+    f = require_real(fragments, name, "[lanes, registers]")
+    if f.shape != (32, PER_LANE[matrix]):
+        raise ValueError(f"{name} must be [32 lanes, {PER_LANE[matrix]} registers] for {matrix!r}, not {f.shape}")
+    return f
+
+
 def scatter(matrix: str, fragments: np.ndarray) -> np.ndarray:
     """The tile the fragments [32, registers] make up (the inverse of ``gather``)."""
-    tile = np.zeros(SHAPES[matrix], np.asarray(fragments).dtype)
+    _check_matrix(matrix)
+    fragments = _fragments(fragments, "fragments", matrix)
+    tile = np.zeros(SHAPES[matrix], fragments.dtype)
     for lane in range(32):
         for i in range(PER_LANE[matrix]):
             tile[element(matrix, lane, i)] = fragments[lane, i]
@@ -78,6 +98,8 @@ def scatter(matrix: str, fragments: np.ndarray) -> np.ndarray:
 def warp_mma(a_frag: np.ndarray, b_frag: np.ndarray, c_frag: np.ndarray) -> np.ndarray:
     """D = A·B + C computed the way the warp does it: each lane's four outputs from the rows
     and columns the other lanes hold (fp16 operands, fp32 sums). Returns D's fragments."""
+    a_frag, b_frag, c_frag = (_fragments(f, name, m) for f, name, m in ((a_frag, "a_frag", "a"), (b_frag, "b_frag", "b"),
+                                                                        (c_frag, "c_frag", "c")))
     A = scatter("a", a_frag).astype(np.float16).astype(np.float32)
     B = scatter("b", b_frag).astype(np.float16).astype(np.float32)
     C = scatter("c", c_frag).astype(np.float32)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulib.arrays import integer_arguments
+
 SWIZZLES = {"none": 0, "128B": 1, "64B": 2, "32B": 3}  # the descriptor's 2-bit code
 _SWIZZLE_BYTES = {"128B": 128, "64B": 64, "32B": 32}
 
@@ -36,6 +38,7 @@ def _check_mode(mode: str) -> None:
         raise ValueError(f"swizzle mode must be one of {tuple(SWIZZLES)}, not {mode!r}")
 
 
+@integer_arguments(address=0)
 def swizzle(address: int, mode: str) -> int:
     """The byte address where a W-byte swizzle puts logical byte ``address`` (mode "128B",
     "64B", "32B"; "none" leaves it). The 16-byte chunk number (bits 4..) is XORed with the row
@@ -46,13 +49,17 @@ def swizzle(address: int, mode: str) -> int:
 def swizzle_array(addresses, mode: str) -> np.ndarray:
     """``swizzle`` applied to every address of an integer array (the simulator's reads)."""
     _check_mode(mode)
-    addresses = np.asarray(addresses, np.int64)
+    a = np.asarray(addresses) if addresses is not None and not isinstance(addresses, str) else np.asarray([0.5])
+    if a.dtype.kind not in "iu" or (a.size and a.min() < 0):
+        raise ValueError(f"addresses must be non-negative integers (byte addresses), not {addresses!r:.60}")
+    addresses = a.astype(np.int64)
     if mode == "none":
         return addresses
     mask = (1 << {"128B": 3, "64B": 2, "32B": 1}[mode]) - 1
     return addresses ^ (((addresses >> 7) & mask) << 4)
 
 
+@integer_arguments(start=0, leading_byte_offset=0, stride_byte_offset=0, base_offset=0)
 def descriptor(start: int, leading_byte_offset: int, stride_byte_offset: int, mode: str = "128B",
                base_offset: int = 0) -> int:
     """The 64-bit wgmma matrix descriptor (see the module docstring); ValueError for an
@@ -68,14 +75,18 @@ def descriptor(start: int, leading_byte_offset: int, stride_byte_offset: int, mo
             | base_offset << 49 | SWIZZLES[mode] << 62)
 
 
+@integer_arguments(desc=0)
 def decode(desc: int) -> dict:
     """The fields of a descriptor, in bytes (the inverse of ``descriptor``)."""
+    if desc >= 1 << 64:
+        raise ValueError(f"desc must fit in 64 bits (a wgmma matrix descriptor), not {desc}")
     field = lambda shift: ((desc >> shift) & 0x3FFF) << 4  # noqa: E731
     modes = {code: name for name, code in SWIZZLES.items()}
     return dict(start=field(0), leading_byte_offset=field(16), stride_byte_offset=field(32),
                 base_offset=(desc >> 49) & 7, mode=modes[(desc >> 62) & 3])
 
 
+@integer_arguments(row=0, k=0, stride_byte_offset=0, itemsize=1)
 def kmajor_offset(row: int, k: int, mode: str = "128B", stride_byte_offset: int | None = None,
                   itemsize: int = 2) -> int:
     """Byte offset, from the tile's start, of element (row, k) of a K-major operand tile in the
@@ -110,11 +121,14 @@ def atom_chunks(mode: str = "128B") -> np.ndarray:
     return table
 
 
+@integer_arguments(chunk=0)
 def bank_passes(mode: str = "128B", chunk: int = 0) -> int:
     """How many passes 32 banks need to serve logical chunk ``chunk`` of all 8 rows of an atom
     (8 x 16 bytes): 1 when the swizzle spreads them over distinct banks, up to 8 without it
     (rows 128 bytes apart fall on the same 4 banks)."""
     width = row_bytes(mode)
+    if chunk >= width // 16:
+        raise ValueError(f"chunk must be in 0..{width // 16 - 1} (16-byte chunks of a {width}-byte row), not {chunk}")
     banks: dict[int, set] = {}
     for row in range(8):
         address = swizzle(row * width + 16 * chunk, mode)  # "none" leaves it

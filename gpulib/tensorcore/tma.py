@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, types, uint64
 
+from gpulib.arrays import integer_arguments, is_device_array
 from gpulib.env import on_gpu
 from gpulib.tensorcore import wgmma
 
@@ -82,6 +83,10 @@ ON_GPU = on_gpu()
 
 
 def _check_operand(array, name: str, box: tuple) -> None:
+    if not is_device_array(array):
+        raise ValueError(f"{name} must be a device array (a tensor map points at device memory), not {type(array).__name__}")
+    if not isinstance(box, (tuple, list)) or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) for b in box):
+        raise ValueError(f"box must be a tuple of integers, not {box!r}")
     shape, dtype = tuple(array.shape), np.dtype(array.dtype)
     if not 2 <= len(shape) <= 4 or dtype not in (np.float16, np.uint16):
         raise ValueError(f"{name} must be a 2-D to 4-D fp16 array (or uint16 holding bf16 words), not "
@@ -283,6 +288,7 @@ else:
         _place(smem, byte, tensor_map, (i0, i1, i2, i3), bars, s)
 
 
+@integer_arguments(box_rows=1)
 def tensor_map(array, box_rows: int) -> TensorMap:
     """The tensor map of a 2-D fp16 device array, or a uint16 one holding bf16 words (rows of K
     values, K a multiple of 8), for boxes of ``box_rows`` x 64 values in the 128-byte swizzle.
@@ -305,6 +311,7 @@ def cached_map(array, box: tuple) -> TensorMap:
     """``tensor_map_box`` made once per (address, shape, box) on a GPU, where a map depends on
     nothing else and encoding one costs a driver call and a copy; a fresh one on the simulator
     (whose map holds the array itself)."""
+    _check_operand(array, "array", box)
     if not ON_GPU:
         return TensorMap(array, box)
     key = (array.__cuda_array_interface__["data"][0], tuple(array.shape), tuple(box))

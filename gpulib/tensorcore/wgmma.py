@@ -396,8 +396,32 @@ def launch(kernel, grid, block, shared_bytes: int, *args) -> None:
     reason = unsupported_device()
     if reason:
         raise ValueError(reason)
-    key = (kernel, grid, block, shared_bytes)
-    bound = _BOUND.get(key)
+    key = (kernel, grid, block, shared_bytes, type(grid), type(block), type(shared_bytes))  # (1.0 == 1 as keys)
+    try:
+        bound = _BOUND.get(key)
+    except TypeError:  # an unhashable grid or block: refused below
+        bound = None
     if bound is None:
+        _check_configuration(kernel, grid, block, shared_bytes)  # once per configuration, before it compiles
         bound = _BOUND[key] = BoundLaunch(kernel, grid, block, shared_bytes)
     bound(*args)
+
+
+MAX_THREADS, MAX_SHARED = 1024, 227 * 1024  # a block's limits on compute capability 9.0 (opt-in shared memory)
+
+
+def _check_configuration(kernel, grid, block, shared_bytes) -> None:
+    """The GPU's limits, on the simulator too: ValueError naming the argument."""
+    if not hasattr(kernel, "py_func"):
+        raise ValueError(f"kernel must be a compiled kernel (cuda.jit, wgmma.kernel or tma.kernel), not "
+                         f"{type(kernel).__name__}")
+    for name, value in (("grid", grid), ("block", block)):
+        sizes = (value,) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else value
+        if (not isinstance(sizes, tuple) or not 1 <= len(sizes) <= 3
+                or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1 for d in sizes)):
+            raise ValueError(f"{name} must be one to three positive integers, not {value!r}")
+    threads = int(np.prod(block if isinstance(block, tuple) else (block,)))
+    if threads > MAX_THREADS:
+        raise ValueError(f"block has {threads} threads; a block holds at most {MAX_THREADS}")
+    if isinstance(shared_bytes, bool) or not isinstance(shared_bytes, (int, np.integer)) or not 0 <= shared_bytes <= MAX_SHARED:
+        raise ValueError(f"shared_bytes must be an integer in 0..{MAX_SHARED} (a block's shared memory), not {shared_bytes!r}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import precision
+from gpulib.arrays import integer_arguments, require_real
 from gpulib.tensorcore import smem_layout
 
 M_TILE, K_TILE, THREADS = 64, 16, 128
@@ -28,6 +29,7 @@ def _check_n(n: int) -> None:
         raise ValueError(f"N must be a multiple of 8 from 8 to 256, not {n}")
 
 
+@integer_arguments(thread=0, index=0, n=8)
 def accumulator_element(thread: int, index: int, n: int) -> tuple[int, int]:
     """(row, column) of D held by register ``index`` (0 .. N/2 - 1) of ``thread`` (0..127)."""
     _check_n(n)
@@ -35,6 +37,10 @@ def accumulator_element(thread: int, index: int, n: int) -> tuple[int, int]:
         raise ValueError(f"thread must be in 0..127 (a warpgroup), not {thread}")
     if not 0 <= index < n // 2:
         raise ValueError(f"index must be in 0..{n // 2 - 1} for N = {n}, not {index}")
+    return _element(thread, index)
+
+
+def _element(thread: int, index: int) -> tuple[int, int]:
     warp, lane = divmod(thread, 32)
     group, i = divmod(lane, 4)
     block, r = divmod(index, 4)
@@ -43,6 +49,7 @@ def accumulator_element(thread: int, index: int, n: int) -> tuple[int, int]:
 
 def fragments(D: np.ndarray) -> np.ndarray:
     """D [64, N] as the warpgroup's registers: [128 threads, N / 2]."""
+    D = require_real(D, "D", "[64, N]")
     n = D.shape[1]
     _check_n(n)
     if D.shape[0] != M_TILE:
@@ -50,22 +57,32 @@ def fragments(D: np.ndarray) -> np.ndarray:
     out = np.empty((THREADS, n // 2), D.dtype)
     for t in range(THREADS):
         for k in range(n // 2):
-            out[t, k] = D[accumulator_element(t, k, n)]
+            out[t, k] = D[_element(t, k)]
     return out
 
 
 def from_fragments(regs: np.ndarray) -> np.ndarray:
     """The inverse of ``fragments``: [128, N/2] registers back to D [64, N]."""
+    regs = require_real(regs, "regs", "[128, N / 2]")
+    if regs.shape[0] != THREADS:
+        raise ValueError(f"regs must have {THREADS} rows (one per thread of the warpgroup), not {regs.shape[0]}")
     n = 2 * regs.shape[1]
     _check_n(n)
     D = np.empty((M_TILE, n), regs.dtype)
     for t in range(THREADS):
         for k in range(n // 2):
-            D[accumulator_element(t, k, n)] = regs[t, k]
+            D[_element(t, k)] = regs[t, k]
     return D
 
 
+def _check_image(smem) -> None:
+    if not isinstance(smem, np.ndarray) or smem.dtype != np.uint8 or smem.ndim != 1:
+        raise ValueError(f"smem must be a 1-D uint8 NumPy array (a byte image of shared memory), not "
+                         f"{type(smem).__name__} {getattr(smem, 'dtype', '')} {getattr(smem, 'shape', '')}")
+
+
 def _check_placement(smem, start: int, rows: int, mode: str, stride_byte_offset: int | None) -> None:
+    _check_image(smem)
     """ValueError unless a tile of ``rows`` rows at byte ``start`` lies on swizzle atoms (the XOR
     uses the address's own bits: ``start`` is an atom boundary, or one plus a 16-byte step along
     K inside the first row, as a kernel's descriptor for the second or later K = 16 slice of a
@@ -81,12 +98,16 @@ def _check_placement(smem, start: int, rows: int, mode: str, stride_byte_offset:
         raise ValueError(f"a {rows}-row tile at byte {start} ends at byte {end}, past the image's {len(smem)} bytes")
 
 
+@integer_arguments(start=0, k=0, stride_byte_offset=0)
 def kmajor_addresses(start: int, rows, k: int, mode: str, stride_byte_offset: int) -> np.ndarray:
     """[len(rows), k] byte addresses of elements (row, 0..k-1) of a K-major fp16 tile whose
     descriptor starts at byte ``start``: the logical address (8-row groups ``stride_byte_offset``
     apart, rows W bytes apart, 2 bytes per value) with the swizzle applied to the whole address,
     as the hardware does (so a start moved along K by a 16-byte step reads the next values)."""
-    rows = np.asarray(rows, np.int64)[:, None]
+    r = np.asarray(rows) if rows is not None else np.asarray([-1])
+    if r.ndim != 1 or r.dtype.kind not in "iu" or (r.size and r.min() < 0):
+        raise ValueError(f"rows must be a 1-D array of non-negative row numbers, not {rows!r:.60}")
+    rows = r.astype(np.int64)[:, None]
     logical = start + rows // 8 * stride_byte_offset + rows % 8 * smem_layout.row_bytes(mode) + 2 * np.arange(k)
     return smem_layout.swizzle_array(logical, mode)
 
@@ -108,6 +129,7 @@ def _values(words: np.ndarray, operands: str) -> np.ndarray:
     return precision.from_bf16_bits(words) if operands == "bf16" else words.view(np.float16).astype(np.float32)
 
 
+@integer_arguments(start=0, stride_byte_offset=0)
 def write_kmajor(smem: np.ndarray, start: int, tile: np.ndarray, mode: str = "128B",
                  stride_byte_offset: int | None = None, operands: str = "fp16") -> None:
     """Store ``tile`` [rows, K] (K-major: each row's K values in a run) as fp16 into the byte
@@ -115,6 +137,8 @@ def write_kmajor(smem: np.ndarray, start: int, tile: np.ndarray, mode: str = "12
     kernel's copies (or TMA) must produce for wgmma to read it. K may fill a whole row of the
     atom (64 fp16 values for 128B): wgmma then reads it 16 at a time, its descriptor's start
     moved 32 bytes along K for each slice."""
+    _check_image(smem)
+    tile = require_real(tile, "tile", "[rows, K]")
     words = _words(tile, operands)
     rows, k = words.shape
     width = smem_layout.row_bytes(mode)
@@ -127,6 +151,7 @@ def write_kmajor(smem: np.ndarray, start: int, tile: np.ndarray, mode: str = "12
     smem[at + 1] = (words >> 8).astype(np.uint8)
 
 
+@integer_arguments(desc=0, rows=1, k=1)
 def read_kmajor(smem: np.ndarray, desc: int, rows: int, k: int = K_TILE, only=None, operands: str = "fp16") -> np.ndarray:
     """The tile [rows, k] that descriptor ``desc`` points wgmma at in the byte image (or just its
     rows ``only``, in that order): fp16 values, or with ``operands="bf16"`` bf16 values as float32."""
@@ -141,6 +166,7 @@ def read_kmajor(smem: np.ndarray, desc: int, rows: int, k: int = K_TILE, only=No
     return words.view(np.float16) if operands == "fp16" else _values(words, operands)
 
 
+@integer_arguments(a_desc=0, b_desc=0, n=8)
 def multiply(smem: np.ndarray, a_desc: int, b_desc: int, n: int, D: np.ndarray | None = None,
              operands: str = "fp16") -> np.ndarray:
     """D + A·B for one wgmma m64nNk16: A [64, 16] and B (stored K-major as Bᵀ [N, 16]) read
@@ -156,7 +182,7 @@ def multiply(smem: np.ndarray, a_desc: int, b_desc: int, n: int, D: np.ndarray |
 def _owned(n: int) -> tuple[np.ndarray, np.ndarray]:
     """[128, N/2] rows and columns of D held by each thread's registers."""
     if n not in _OWNED:
-        cells = np.array([[accumulator_element(t, i, n) for i in range(n // 2)] for t in range(THREADS)])
+        cells = np.array([[_element(t, i) for i in range(n // 2)] for t in range(THREADS)])
         _OWNED[n] = cells[..., 0], cells[..., 1]
     return _OWNED[n]
 
@@ -164,6 +190,7 @@ def _owned(n: int) -> tuple[np.ndarray, np.ndarray]:
 _OWNED: dict = {}
 
 
+@integer_arguments(a_desc=0, b_desc=0, n=8)
 def warpgroup_products(smem: np.ndarray, a_desc: int, b_desc: int, n: int, operands: str = "fp16") -> np.ndarray:
     """The N/2 values of A·B (fp16 or bf16 operands, fp32 sums) that each of the warpgroup's 128
     threads holds after one wgmma m64nNk16, in its register order, [128, N/2]: what the
