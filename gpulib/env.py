@@ -33,6 +33,24 @@ def on_simulator() -> bool:
     return BACKEND == "sim"
 
 
+def number_setting(name: str, default: float, integer: bool = False) -> float:
+    """The environment variable ``name`` as a positive number (``default`` when unset or empty):
+    ValueError naming the variable for anything else ("abc", "-1", "0", "nan")."""
+    import math
+    import os
+
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive {'integer' if integer else 'number'}, not {text!r}")
+    return value
+
+
 def sized(gpu, sim):
     """The value for this backend: the full size on a GPU, a smaller one on the simulator."""
     return gpu if on_gpu() else sim

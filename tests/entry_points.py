@@ -1013,13 +1013,13 @@ INTERNAL = {
     "gpulib.shapes.check_conv_inputs": "the convolutions' argument check (every convolution above is swept through it)",
     "gpulib.shapes.bias_or_zeros": "called after check_conv_inputs",
     "gpulib.conv.front.require_choice": "the algorithm argument's check (swept through get and conv2d)",
+    "gpulib.env.number_setting": "reads gpulib's numeric settings (test_numeric_settings_are_checked_by_name)",
     "gpulib.book_layers.check_layer": "the layer dict's check (swept through shapes, flop, describe, ...)",
     "gpulib.cnn.model.check_grads": "step's check (swept through ImageClassifier.step)",
     "gpulib.cnn.model.reference_params": "the reference networks' check (swept through reference_loss and reference_grads)",
     "gpulib.cnn.model.check_model_shape": "the CNNs' constructor check (swept through SmallCNN and BookCNN)",
     "gpulib.gemm.api.check_operands": "the GEMM launchers' check (swept through launch_v3/4/5 and library_matmul)",
     "gpulib.shapes.": "the shape rules and their checks, swept through every function that uses them",
-    "gpulib.grading.core.timeout_setting": "GPULIB_GRADING_TIMEOUT's parser (test_bad_input.py tests it)",
 }
 
 

@@ -324,19 +324,47 @@ def test_mnist_of_mismatched_or_empty_parts_is_refused(tmp_path):
         gpulib.data.load_mnist(tmp_path / "b")
 
 
-def test_settings_are_checked_by_name():
-    from gpulib.grading.core import timeout_setting
+@pytest.mark.parametrize("variable, integer", [("GPULIB_GRADING_TIMEOUT", False), ("GPULIB_CLEANROOM_MEMORY", True),
+                                               ("GPULIB_CLEANROOM_CPU_S", True)])
+def test_numeric_settings_are_checked_by_name(variable, integer, monkeypatch):
+    from gpulib.env import number_setting
 
-    assert timeout_setting(None) == 60.0 and timeout_setting("2.5") == 2.5
-    for bad in ("-1", "0", "abc", "nan"):
-        with pytest.raises(ValueError, match="GPULIB_GRADING_TIMEOUT must be a positive number of seconds"):
-            timeout_setting(bad)
+    monkeypatch.delenv(variable, raising=False)
+    assert number_setting(variable, 7, integer) == 7
+    monkeypatch.setenv(variable, "3")
+    assert number_setting(variable, 7, integer) == 3
+    for bad in ("-1", "0", "abc", "nan", "inf") + (("2.5",) if integer else ()):
+        monkeypatch.setenv(variable, bad)
+        with pytest.raises(ValueError, match=f"{variable} must be a positive"):
+            number_setting(variable, 7, integer)
+
+
+@pytest.mark.parametrize("settings, message", [
+    (dict(GPULIB_BACKEND="nonsense"), "GPULIB_BACKEND must be 'gpu' or 'sim'"),
+    (dict(GPULIB_GRADING_TIMEOUT="abc"), "GPULIB_GRADING_TIMEOUT must be a positive number, not 'abc'"),
+    (dict(GPULIB_CLEANROOM_CPU_S="-1"), "GPULIB_CLEANROOM_CPU_S must be a positive integer, not '-1'"),
+])
+def test_a_wrong_setting_stops_the_import_with_its_name(settings, message):
+    """Read where gpulib reads them: a fresh interpreter (numba.cuda imported first for the backend's)."""
+    import os
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-c", "import numba.cuda, gpulib"], capture_output=True, text=True,
-                         env={"GPULIB_BACKEND": "nonsense", "PATH": "/usr/bin:/bin"})
-    assert run.returncode != 0 and "GPULIB_BACKEND must be 'gpu' or 'sim'" in run.stderr and "'nonsense'" in run.stderr
+    code = "import numba.cuda, gpulib, gpulib.grading.cleanroom.judge"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GPULIB_BACKEND": "sim", **settings})
+    assert run.returncode != 0 and message in run.stderr, run.stderr[-500:]
+
+
+def test_the_sandbox_user_must_exist(monkeypatch):
+    from gpulib.grading.cleanroom import sandbox
+
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
+    monkeypatch.setenv(sandbox.USER_ENV, "no-such-user-here")
+    with pytest.raises(ValueError, match="GPULIB_CLEANROOM_USER must name a user of this machine"):
+        sandbox.target_user()
+    monkeypatch.setenv(sandbox.USER_ENV, "")
+    assert sandbox.target_user() is None
 
 
 def test_a_replayed_step_records_again_when_the_models_buffers_change(rng):

@@ -24,8 +24,6 @@ and primes.
 from __future__ import annotations
 
 import ctypes
-import math
-import os
 import sys
 import threading
 import time
@@ -36,27 +34,13 @@ import numpy as np
 
 from gpulib.arrays import is_device_array, to_device, to_host
 from gpulib.check import ValidationError, poisoned, unwritten_mask, validate
-from gpulib.env import cuda, on_gpu
+from gpulib.env import cuda, number_setting, on_gpu
 from gpulib.simulator import ON_CHIP_ARRAY_MODULES as _SIMULATED_ON_CHIP  # where shared/local arrays are made
 from gpulib.trace import trace
 
-
 # One launch on the simulator (or one call of a student's function) gets this long;
 # nbgrader's cell timeout (assignments/nbgrader_config.py) is longer.
-def timeout_setting(value: str | None) -> float:
-    """GPULIB_GRADING_TIMEOUT's seconds: a positive finite number (60 when unset)."""
-    if value is None or not value.strip():
-        return 60.0
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = float("nan")
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"GPULIB_GRADING_TIMEOUT must be a positive number of seconds, not {value!r}")
-    return seconds
-
-
-TIMEOUT_S = timeout_setting(os.environ.get("GPULIB_GRADING_TIMEOUT"))
+TIMEOUT_S = number_setting("GPULIB_GRADING_TIMEOUT", 60.0)  # seconds
 PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
 
 

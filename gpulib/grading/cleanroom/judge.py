@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpulib.env import number_setting
 from gpulib.grading import core
 from gpulib.grading.cleanroom import channel, sandbox, screen
 from gpulib.grading.core import Mistake
 
-MEMORY_LIMIT = int(os.environ.get("GPULIB_CLEANROOM_MEMORY", 8 << 30))  # bytes, on the simulator
-CPU_LIMIT = int(os.environ.get("GPULIB_CLEANROOM_CPU_S", 1800))
+MEMORY_LIMIT = number_setting("GPULIB_CLEANROOM_MEMORY", 8 << 30, integer=True)  # bytes, on the simulator
+CPU_LIMIT = number_setting("GPULIB_CLEANROOM_CPU_S", 1800, integer=True)
 
 
 @dataclass

@@ -95,7 +95,15 @@ def target_user() -> str | None:
     grader's own user, with Landlock). ``GPULIB_CLEANROOM_USER=`` (empty) keeps root."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
-    return os.environ.get(USER_ENV, "nobody") or None
+    name = os.environ.get(USER_ENV, "nobody")
+    if name:
+        import pwd
+
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            raise ValueError(f"{USER_ENV} must name a user of this machine (or be empty: stay root), not {name!r}") from None
+    return name or None
 
 
 def environment(folder: str, source: dict | None = None) -> dict:
