@@ -99,6 +99,13 @@ def integer_arguments(**least):
     return decorate
 
 
+def require_bool(value, name: str) -> bool:
+    """A switch: True or False (NumPy's too), not 1, "yes" or None; returned as bool."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, not {type(value).__name__} {value!r}")
+    return bool(value)
+
+
 def require_finite(a, name: str, why: str) -> None:
     """ValueError if ``a`` holds NaN or an infinity (checked on the device with CuPy where it
     can be, else on a host copy); ``why`` says why this operation cannot take them."""

@@ -21,7 +21,7 @@ import gpulib
 from gpulib import check, precision, reference, results, source, timing
 from gpulib import shapes as shape_rules
 from gpulib.cnn import anatomy, book_model, layers, model
-from gpulib.conv import algorithms, autotune, cuda_c, fft, front, im2col, implicit_gemm, tc_kernels, winograd
+from gpulib.conv import algorithms, autotune, cuda_c, direct, fft, front, im2col, implicit_gemm, tc_kernels, winograd
 from gpulib.conv import tensorcore as tc_conv
 from gpulib.gemm import api, colmajor, tc_wgmma
 from gpulib.gemm import kernels as gemm_kernels
@@ -1038,6 +1038,11 @@ def _product_is_right(result, args) -> None:
     gpulib.validate(args["C"], A @ B)
 
 
+def _conv_is_right(result, args) -> None:
+    gpulib.validate(result, reference.conv2d(args["X"], args["W"], args["b"], 1, 1),
+                    scale=4 * float(reference.conv2d_magnitude(args["X"], args["W"], args["b"], 1, 1).max()))
+
+
 def _sized_returns_its_choice(result, args) -> None:
     assert result is (args["gpu"] if gpulib.on_gpu() else args["sim"])
 
@@ -1047,6 +1052,8 @@ ACCEPTED: dict = {  # (entry point, argument, label) -> (why, check(result, args
         "a transposed view (unit stride along its rows) is an operand every GEMM kernel reads, as cuBLAS takes "
         "transposed operands; matmul's trans_a/trans_b pass them", _product_is_right)
        for fn in ("launch_v3", "launch_v4", "launch_v5", "library_matmul") for op in "AB"},
+    ("gpulib.conv.implicit_gemm.conv2d_implicit_precomp_gemm#1", "table", "a NumPy table"): (
+        "row_table(C, R, S) as NumPy is the same table: compared, then copied over", _conv_is_right),
     **{("gpulib.env.sized#0", which, "None"): ("sized returns one of its two arguments, whatever they are",
                                              _sized_returns_its_choice) for which in ("gpu", "sim")},
 }
@@ -1056,3 +1063,60 @@ def accepted(variant: str) -> dict:
     """(argument, label) -> the check of what the entry point ``variant`` ("name#i") returns for an input it
     takes on purpose."""
     return {(target, label): check for (entry, target, label), (_, check) in ACCEPTED.items() if entry == variant}
+
+
+# ---------------------------------------------------------------- keyword arguments: versions, tiles, switches
+_BOOL_CASES = [("a string", "yes"), ("None", None), ("2", 2)]
+
+
+def _keyword_entry(fn, extra: dict, *, ints=None, choices=(), others=None, optional=(), shapes=None, launches=True, speaks=None):
+    """``fn(X, W, b, 1, 1, **keywords)`` with the keyword arguments ``extra`` (their valid values) swept."""
+    return Entry(lambda r: dict(_conv_args(r, **(shapes or {})), **extra),
+                 lambda a: fn(a["X"], a["W"], a["b"], 1, 1, **{k: a[k] for k in extra}),
+                 ints=ints or {}, choices=choices, others=others or {}, optional=optional, launches=launches,
+                 speaks=speaks or {})
+
+
+add("gpulib.conv.direct.conv2d_direct", _keyword_entry(
+    direct.conv2d_direct, dict(version="v2", channels_per_block=4, tile=8), ints={"channels_per_block": 1, "tile": 1},
+    choices=("version",), optional=("version",), others={"tile": [("33 (1089 threads a block)", 33)],
+                                                          "channels_per_block": [("33", 33)]}))
+add("gpulib.conv.implicit_gemm.conv2d_implicit_gemm", _keyword_entry(
+    implicit_gemm.conv2d_implicit_gemm, dict(tile=dict(implicit_gemm.tile_shape())), optional=("tile",),
+    others={"tile": [("4096 threads a block", _TOO_BIG), ("a string", "64x64"), ("missing TN", dict(BM=16, BN=16, BK=4,
+                                                                                                       TM=2))]},
+    speaks={"tile": ("threads", "TN")}))
+add("gpulib.conv.implicit_gemm.conv2d_implicit_precomp_gemm", _keyword_entry(
+    implicit_gemm.conv2d_implicit_precomp_gemm, dict(table=None), optional=("table",),
+    others={"table": [("a NumPy table", implicit_gemm.row_table(3, 3, 3)),
+                      ("another layer's", dev(implicit_gemm.row_table(27, 1, 1))), ("a string", "table")]}))
+add("gpulib.conv.im2col.conv2d_im2col", _keyword_entry(im2col.conv2d_im2col, dict(gemm="library"), choices=("gemm",)))
+add("gpulib.conv.im2col.im2col", Entry(lambda r: dict(_arrays(r, X=(2, 3, 6, 5)), version="v3"),
+                                       lambda a: im2col.im2col(a["X"], 3, 3, 1, 1, version=a["version"]),
+                                       choices=("version",), optional=("version",), launches=True))
+add("gpulib.conv.tensorcore.conv2d_tc", _keyword_entry(tc_conv.conv2d_tc, dict(version="v2"), choices=("version",),
+                                                       shapes=TC_SHAPES))
+add("gpulib.cnn.layers.conv2d_backward", Entry(
+    lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32), need_dX=False),
+    lambda a: layers.conv2d_backward(a["X"], a["W"], a["dY"], 1, 1, need_dX=a["need_dX"]), others={"need_dX": _BOOL_CASES},
+    launches=True))
+add("gpulib.conv.im2col.conv2d_im2col_backward", Entry(
+    lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32), need_dX=False, gemm="library"),
+    lambda a: im2col.conv2d_im2col_backward(a["X"], a["W"], a["dY"], 1, 1, need_dX=a["need_dX"], gemm=a["gemm"]),
+    others={"need_dX": _BOOL_CASES}, choices=("gemm",), launches=True))
+add("gpulib.mlp.layers.dense_backward", Entry(
+    lambda r: dict(_arrays(r, X=(3, 4), W=(2, 4), H=(3, 2), dH=(3, 2)), need_dX=False, activation="relu"),
+    lambda a: mlp_layers.dense_backward(a["X"], a["W"], a["H"], a["dH"], a["activation"], need_dX=a["need_dX"]),
+    others={"need_dX": _BOOL_CASES}, choices=("activation",), launches=True))
+for _name in ("softmax_cross_entropy", "softmax_cross_entropy_backward"):
+    add(f"gpulib.mlp.layers.{_name}", Entry(
+        lambda r: dict(Z=np.full((3, 5), 0.2, f32), labels=_labels(3), check_labels=True),
+        lambda a, fn=getattr(mlp_layers, _name): fn(a["Z"], a["labels"], check_labels=a["check_labels"]),
+        others={"check_labels": _BOOL_CASES}, launches=True))
+add("gpulib.cnn.layers.max_pool2d_backward", Entry(
+    lambda r: dict(_arrays(r, dY=(2, 3, 2, 2)), argmax=np.zeros((2, 3, 2, 2), np.int32), check_argmax=True),
+    lambda a: layers.max_pool2d_backward(a["dY"], a["argmax"], (2, 3, 4, 4), 2, check_argmax=a["check_argmax"]),
+    others={"check_argmax": _BOOL_CASES}, launches=True))
+add("gpulib.cnn.book_model.BookCNN", Entry(lambda r: dict(inplace_relu=False, reduction="tree"),
+                                           lambda a: book_model.BookCNN(inplace_relu=a["inplace_relu"], reduction=a["reduction"]),
+                                           others={"inplace_relu": _BOOL_CASES}, choices=("reduction",), optional=("reduction",)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import is_device_array, require, require_int_labels, to_device
+from gpulib.arrays import is_device_array, require, require_bool, require_int_labels, to_device
 from gpulib.cnn import layers
 from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_model_shape, reference_params
 from gpulib.conv import front
@@ -37,6 +37,7 @@ class BookCNN(ImageClassifier):
         if (not isinstance(algorithms_per_layer, (tuple, list)) or len(algorithms_per_layer) != 2
                 or any(a not in names for a in algorithms_per_layer)):
             raise ValueError(f"algorithms_per_layer must be two of {names}, not {algorithms_per_layer!r}")
+        inplace_relu = require_bool(inplace_relu, "inplace_relu")
         if reduction not in (None, "thread", "tree"):
             raise ValueError(f"reduction must be None, 'thread' or 'tree', not {reduction!r}")
         (C, H, W), classes, seed = check_model_shape(image_shape, classes, seed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, outputs, require, require_int, to_device, to_host
+from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, outputs, require, require_bool, require_int, to_device, to_host
 from gpulib.cnn import kernels
 from gpulib.conv import front
 from gpulib.env import sized
@@ -56,6 +56,7 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     16.2) or "tree" (a block per sum, gpulib/reductions/tree.py); ``default_reduction()``
     when None.
     """
+    need_dX = require_bool(need_dX, "need_dX")
     reduction = reduction or default_reduction()
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction {reduction!r}; choose one of {REDUCTIONS}")
@@ -157,6 +158,7 @@ def max_pool2d_backward(dY, argmax, input_shape, size: int = 2, *, out=None, che
     ``check_argmax`` reads argmax back to the host to check that every position lies inside
     its window; that copy waits for the GPU, so a caller passing max_pool2d's own argmax (the
     16.6 model in its training loop) may switch it off."""
+    check_argmax = require_bool(check_argmax, "check_argmax")
     _check_pool_backward(input_shape, dY, size)
     require(argmax, "argmax", 4, np.int32, "[N, C, H/size, W/size]")
     if tuple(argmax.shape) != tuple(dY.shape):

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from numba import cuda, float32
 
-from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, to_device
+from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, require_int, to_device
 from gpulib.env import sized
 from gpulib.shapes import bias_or_zeros, check_conv_inputs
 
@@ -126,9 +126,10 @@ def conv2d_direct(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, 
     version = version or default_version()
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
-    if int(channels_per_block) != channels_per_block or not 1 <= channels_per_block <= 32:
+    channels_per_block, tile = require_int(channels_per_block, "channels_per_block", 1), require_int(tile, "tile", 1)
+    if not channels_per_block <= 32:
         raise ValueError(f"channels_per_block must be an integer from 1 to 32, not {channels_per_block}")
-    if int(tile) != tile or not 1 <= tile <= 32:
+    if not tile <= 32:
         raise ValueError(f"tile must be an integer from 1 to 32 (tile² threads per block), not {tile}")
     shape = check_conv_inputs(X, W, b, padding, stride)
     N, K, Ho, Wo = shape

@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 from numba import cuda, float32, uint32
 
-from gpulib.arrays import blocks, output, outputs, require, require_int, to_device
+from gpulib.arrays import blocks, output, outputs, require, require_bool, require_int, to_device
 from gpulib.gemm import VERSIONS, matmul
 from gpulib.shapes import bias_or_zeros, check_conv_inputs, conv_output_size, layer_shapes, require_shape
 
@@ -255,6 +255,7 @@ def conv2d_im2col_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_
     """(dX, dW) of Y = conv(X, W) through GEMMs: dW_mat = dY_mat · X_colᵀ, dX_col = W_matᵀ · dY_mat,
     dX = col2im(dX_col). dX is None when ``need_dX`` is False (the first layer needs no dX).
     ``out`` may hold (dX, dW) output arrays (either may be None)."""
+    need_dX = require_bool(need_dX, "need_dX")
     N, K, Ho, Wo = check_conv_inputs(X, W, None, padding, stride)
     _check_gemm(gemm)
     _, C, R, S = W.shape

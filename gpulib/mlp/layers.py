@@ -17,6 +17,7 @@ from gpulib.arrays import (
     output,
     outputs,
     require,
+    require_bool,
     require_int_labels,
     require_learning_rate,
     to_device,
@@ -90,6 +91,7 @@ def dense_backward(X, W, H, dH, activation: str = "relu", *, need_dX: bool = Tru
     ``need_dX=False`` (the first layer, whose input is the data) dX is skipped and None.
     ``out`` may hold (dX, dW, db) output arrays.
     """
+    need_dX = require_bool(need_dX, "need_dX")
     act = activation_code(activation)
     require(X, "X", 2, layout="[N, n_in]")
     require(W, "W", 2, layout="[n_out, n_in]")
@@ -137,6 +139,7 @@ def softmax_cross_entropy(Z, labels, *, out=None, check_labels: bool = True):
     """Per-sample probabilities and loss (P, loss) of logits Z [N, classes]; one thread per
     sample. ``out`` may hold (P, loss) output arrays. ``check_labels=False`` skips reading the
     labels back to check their range, for a caller that has checked them already."""
+    check_labels = require_bool(check_labels, "check_labels")
     require(Z, "Z", 2, layout="[N, classes]")
     _check_labels(labels, Z.shape, check_labels)
     out_P, out_loss = outputs(out, ("P", "loss"))
@@ -151,6 +154,7 @@ def softmax_cross_entropy(Z, labels, *, out=None, check_labels: bool = True):
 def softmax_cross_entropy_backward(P, labels, *, out=None, check_labels: bool = True):
     """dZ = (P - onehot(labels)) / N, the gradient of the mean loss (``check_labels`` as in
     ``softmax_cross_entropy``)."""
+    check_labels = require_bool(check_labels, "check_labels")
     require(P, "P", 2, layout="[N, classes]")
     _check_labels(labels, P.shape, check_labels)
     dZ = output(out, tuple(P.shape))
