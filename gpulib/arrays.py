@@ -7,6 +7,9 @@ inside a kernel.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 from numba import cuda
 
@@ -81,9 +84,6 @@ def require_int(value, name: str, minimum: int = 1) -> int:
 def integer_arguments(**least):
     """Decorator: the named arguments of the function must be integers of at least the given value
     (``require_int``'s ValueError before the body runs); e.g. ``@integer_arguments(rows=1, cols=1)``."""
-    import functools
-    import inspect
-
     def decorate(fn):
         signature = inspect.signature(fn)
 

@@ -380,3 +380,30 @@ def test_a_replayed_step_records_again_when_the_models_buffers_change(rng):
     want, _ = BookCNN.loss_and_grads(model, X, y)  # the model's own loss on its new parameters
     model.params = [gpulib.cuda.to_device(p.copy_to_host()) for p in model.params]
     assert abs(step(X, y) - want) < 1e-5
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return np.allclose(np.asarray(a, np.float64), np.asarray(b, np.float64), rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+NUMERIC = [(name, i) for name, i in ALL if entry_points.ENTRIES[name][i].numeric]
+
+
+@pytest.mark.parametrize("name, i", NUMERIC, ids=[f"{n}#{i}" for n, i in NUMERIC])
+def test_numpy_entry_points_take_lists_and_any_real_dtype_alike(name, i):
+    """The float64 references and the NumPy models take real numbers in any form (what ``numeric``
+    in the table accepts): a list, another float dtype (the same values), or a Fortran-order copy give
+    the answer of the array the table makes."""
+    entry = entry_points.ENTRIES[name][i]
+    want = entry.call(entry.make(np.random.default_rng(0)))
+    for form in (lambda a: a.tolist(), lambda a: a.astype(np.float64 if a.dtype == np.float32 else np.float32),
+                 np.asfortranarray):
+        args = entry.make(np.random.default_rng(0))
+        for target in entry.numeric:
+            if isinstance(args.get(target), np.ndarray):
+                args[target] = form(args[target])
+        assert _same(entry.call(args), want), f"{name}#{i} gives another answer for the same numbers"
