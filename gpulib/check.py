@@ -66,6 +66,8 @@ def unwritten_mask(arr: np.ndarray) -> np.ndarray:
 
 def poisoned(shape, dtype=np.float32, device: bool = True):
     """A new output array filled with the poison value; on the device unless ``device=False``."""
+    if not isinstance(device, (bool, np.bool_)):
+        raise ValueError(f"device must be True or False, not {device!r}")
     sizes = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool) else shape
     if not isinstance(sizes, (tuple, list)) or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0
                                                    for d in sizes):

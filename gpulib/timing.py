@@ -77,6 +77,10 @@ def benchmark(fn, *args, warmup: int = 3, repeat: int = 20, flush_l2: bool = Tru
     if not callable(fn):
         raise ValueError(f"fn must be a function to time, not {type(fn).__name__}")
     warmup, repeat = require_int(warmup, "warmup", 0), require_int(repeat, "repeat", 1)
+    if not isinstance(flush_l2, (bool, np.bool_)):
+        raise ValueError(f"flush_l2 must be True or False, not {flush_l2!r}")
+    if label is not None and not isinstance(label, str):
+        raise ValueError(f"label must be a str or None, not {type(label).__name__}")
     label = label or getattr(fn, "__name__", "operation")
     if on_simulator():
         return Timing(label, valid=False)

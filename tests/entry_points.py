@@ -85,6 +85,7 @@ def shape_entry(fn, with_x=True, need_dx=False) -> Entry:
 
 
 ENTRIES: dict[str, list[Entry]] = {}
+_BOOL_CASES = [("a string", "yes"), ("None", None), ("2", 2)]  # what a True/False switch must refuse
 
 
 def add(name: str, *entries: Entry) -> None:
@@ -163,6 +164,13 @@ def _choose_afresh(a):
     return autotune.choose(a["X"], a["W"], a["b"], a["padding"], a["stride"], timer=lambda fn, label: None)
 
 
+add("gpulib.conv.autotune.find_algorithms", Entry(
+    lambda r: dict(_conv_args(r), reference=None, scale=None, timer=lambda fn, label: None),
+    lambda a: autotune.find_algorithms(a["X"], a["W"], a["b"], 1, 1, timer=a["timer"], reference=a["reference"],
+                                       scale=a["scale"]),
+    optional=("reference", "scale"), reals={"scale": "positive"},
+    others={"reference": [("another shape", np.zeros((2, 4, 6, 4))), ("a string", "Y")],
+            "timer": [("a string", "time it"), ("a number", 3)]}, launches=True))
 add("gpulib.conv.autotune.choose", Entry(
     _conv_args, _choose_afresh,
     arrays=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",), tied={"X": (1,), "W": (1, 0), "b": (0,)},
@@ -572,6 +580,12 @@ def _negative_split():
 
 
 add("gpulib.mlp.train.train", Entry(
+    lambda r: dict(model=mlp_model.MLP([4, 5, 3]), data=_split(r), progress=False, verbose=False, evaluate_every_epoch=False,
+                   seed=0),
+    lambda a: mlp_train.train(a["model"], a["data"], 0.1, 1, 4, a["seed"], progress=a["progress"], verbose=a["verbose"],
+                              evaluate_every_epoch=a["evaluate_every_epoch"]),
+    ints={"seed": 0}, others={k: _BOOL_CASES for k in ("progress", "verbose", "evaluate_every_epoch")}, launches=True))
+add("gpulib.mlp.train.train", Entry(
     lambda r: dict(model=mlp_model.MLP([4, 5, 3]), data=_split(r), lr=0.1, epochs=1, batch_size=4),
     lambda a: mlp_train.train(a["model"], a["data"], a["lr"], a["epochs"], a["batch_size"], progress=False),
     ints={"epochs": 1, "batch_size": 1}, reals={"lr": "positive"},
@@ -688,6 +702,11 @@ add("gpulib.check.validate", Entry(
 add("gpulib.check.poisoned", Entry(lambda r: dict(shape=(2, 3), dtype=f32), lambda a: check.poisoned(a["shape"], a["dtype"]),
                                    others={"shape": [("a negative size", (2, -3)), ("a fraction", (2.5,)), ("None", None)],
                                            "dtype": [("complex", np.complex64), ("a string", "nonsense")]}))
+add("gpulib.check.poisoned", Entry(lambda r: dict(device=True), lambda a: check.poisoned((2, 3), device=a["device"]),
+                                   others={"device": _BOOL_CASES}))
+add("gpulib.timing.benchmark", Entry(lambda r: dict(flush_l2=True, label="x"),
+                                     lambda a: timing.benchmark(lambda: None, flush_l2=a["flush_l2"], label=a["label"]),
+                                     optional=("label",), others={"flush_l2": _BOOL_CASES, "label": [("an int", 3)]}))
 add("gpulib.check.poison_value", Entry(lambda r: dict(dtype=f32), lambda a: check.poison_value(a["dtype"]),
                                        others={"dtype": [("complex", np.complex64), ("a string", "nonsense")]}))
 add("gpulib.check.unwritten_mask", Entry(lambda r: dict(arr=np.ones(3, f32)), lambda a: check.unwritten_mask(a["arr"]),
@@ -1066,9 +1085,6 @@ def accepted(variant: str) -> dict:
 
 
 # ---------------------------------------------------------------- keyword arguments: versions, tiles, switches
-_BOOL_CASES = [("a string", "yes"), ("None", None), ("2", 2)]
-
-
 def _keyword_entry(fn, extra: dict, *, ints=None, choices=(), others=None, optional=(), shapes=None, launches=True, speaks=None):
     """``fn(X, W, b, 1, 1, **keywords)`` with the keyword arguments ``extra`` (their valid values) swept."""
     return Entry(lambda r: dict(_conv_args(r, **(shapes or {})), **extra),

@@ -19,7 +19,7 @@ from gpulib.arrays import require_finite, to_device, to_host
 from gpulib.check import ValidationError, poisoned, validate
 from gpulib.conv.algorithms import ALGORITHMS, Algorithm, of_precision
 from gpulib.env import BACKEND, cuda
-from gpulib.shapes import bias_or_zeros, check_conv_inputs, layer_shapes
+from gpulib.shapes import bias_or_zeros, check_conv_inputs, layer_shapes, output_shape
 from gpulib.timing import benchmark
 
 
@@ -65,7 +65,17 @@ def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=
                        "Winograd for this layer shape: tune on finite data")
     X, W = to_host(X).astype(np.float32), to_host(W).astype(np.float32)
     b = to_host(bias_or_zeros(b, W.shape[0])).astype(np.float32)
-    want = ref.conv2d(X, W, b, padding, stride) if reference is None else reference
+    if reference is None:
+        want = ref.conv2d(X, W, b, padding, stride)
+    else:
+        want = np.asarray(reference, np.float64) if hasattr(reference, "shape") else None
+        if want is None or want.shape != output_shape(X.shape, W.shape, padding, stride):
+            raise ValueError(f"reference must be the float64 Y of this layer, of shape "
+                             f"{output_shape(X.shape, W.shape, padding, stride)}, not {type(reference).__name__} "
+                             f"{getattr(reference, 'shape', '')}")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating))
+                              or not (np.isfinite(scale) and scale > 0)):
+        raise ValueError(f"scale must be a positive finite number (the size of the summed terms), not {scale!r}")
     if scale is None:  # the size of the summed terms, over the outputs that are finite
         magnitude = ref.conv2d_magnitude(X, W, b, padding, stride)
         scale = float(np.max(magnitude[np.isfinite(magnitude)], initial=0.0)) or 1.0

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpulib.arrays import require_int, require_learning_rate
+from gpulib.arrays import require_bool, require_int, require_learning_rate
 from gpulib.data import Split, check_split
 from gpulib.mlp.model import MLP
 
@@ -65,6 +65,8 @@ def train(model: MLP, data: Split, lr: float, epochs: int, batch_size: int, seed
     ``evaluate_every_epoch`` is False (cheaper on the simulator).
     """
     lr = require_learning_rate(lr)  # everything is checked before the first launch
+    for name, flag in (("progress", progress), ("verbose", verbose), ("evaluate_every_epoch", evaluate_every_epoch)):
+        require_bool(flag, name)
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name} must be a positive integer, not {value!r}")
