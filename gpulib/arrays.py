@@ -27,9 +27,9 @@ def _c_contiguous(a) -> bool:
     return True
 
 
-def require(a, name: str, ndim: int | None, dtype=np.float32, layout: str = "") -> None:
+def require(a, name: str, ndim: int | None, dtype=np.float32, layout: str = "", contiguous: bool = True) -> None:
     """Raise ValueError unless ``a`` is a C-contiguous ``ndim``-D array of ``dtype`` (any number
-    of dimensions for ``ndim=None``).
+    of dimensions for ``ndim=None``; any strides with ``contiguous=False``).
 
     ``layout`` (e.g. "[N, n_in]") is quoted in the message so the reader sees what was meant.
     """
@@ -46,7 +46,7 @@ def require(a, name: str, ndim: int | None, dtype=np.float32, layout: str = "") 
             f"{what} must have dtype {np.dtype(dtype).name}, not {np.dtype(a.dtype).name}"
             + (" (convert with .astype(np.float32))" if np.dtype(dtype) == np.float32 else "")
         )
-    if not _c_contiguous(a):
+    if contiguous and not _c_contiguous(a):
         raise ValueError(
             f"{what} must be C-contiguous (row-major); pass np.ascontiguousarray({name})"
         )
@@ -85,18 +85,32 @@ def integer_arguments(**least):
     """Decorator: the named arguments of the function must be integers of at least the given value
     (``require_int``'s ValueError before the body runs); e.g. ``@integer_arguments(rows=1, cols=1)``."""
     def decorate(fn):
-        signature = inspect.signature(fn)
+        parameters = inspect.signature(fn).parameters
+        where = {name: list(parameters).index(name) for name in least}  # positions, found once
+        optional = {name for name in least if parameters[name].default is None}  # None is their default
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
+            args = list(args)
             for name, minimum in least.items():
-                if bound.arguments.get(name) is not None or signature.parameters[name].default is not None:
-                    bound.arguments[name] = require_int(bound.arguments[name], name, minimum)
-            return fn(*bound.args, **bound.kwargs)
+                if where[name] < len(args):
+                    if not (args[where[name]] is None and name in optional):
+                        args[where[name]] = require_int(args[where[name]], name, minimum)
+                elif name in kwargs and not (kwargs[name] is None and name in optional):
+                    kwargs[name] = require_int(kwargs[name], name, minimum)
+            return fn(*args, **kwargs)  # (a default left out is valid; a missing argument is Python's TypeError)
         return checked
     return decorate
+
+
+def require_positive(value, name: str, *, zero_ok: bool = False, note: str = "") -> float:
+    """A real number, finite and above 0 (at least 0 with ``zero_ok``): not a bool, not text, not
+    NaN; returned as float. ``note`` ("(the size of the summed terms)") follows the rule in the message."""
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating))
+            or not np.isfinite(value) or value < 0 or (value == 0 and not zero_ok)):
+        rule = "a finite number of at least 0" if zero_ok else "a positive finite number"
+        raise ValueError(f"{name} must be {rule}{note}, not {value!r}")
+    return float(value)
 
 
 def require_bool(value, name: str) -> bool:

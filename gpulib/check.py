@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpulib.arrays import to_host
+from gpulib.arrays import require_bool, require_positive, to_host
 
 # A NaN with a payload that arithmetic does not produce (computed NaNs are canonical), so an
 # element that still carries it was never written.
@@ -66,8 +66,7 @@ def unwritten_mask(arr: np.ndarray) -> np.ndarray:
 
 def poisoned(shape, dtype=np.float32, device: bool = True):
     """A new output array filled with the poison value; on the device unless ``device=False``."""
-    if not isinstance(device, (bool, np.bool_)):
-        raise ValueError(f"device must be True or False, not {device!r}")
+    require_bool(device, "device")
     sizes = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool) else shape
     if not isinstance(sizes, (tuple, list)) or any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0
                                                    for d in sizes):
@@ -116,11 +115,10 @@ def validate(out, ref, rtol: float | None = None, name: str = "output",
     summed term is zero, so the output must be exactly the reference. A negative, NaN or
     infinite ``scale``, and an ``rtol`` that is not a positive number, are ValueErrors.
     """
-    real = lambda v: not isinstance(v, (bool, np.bool_)) and isinstance(v, (int, float, np.integer, np.floating))  # noqa: E731
-    if scale is not None and not (real(scale) and np.isfinite(scale) and scale >= 0):
-        raise ValueError(f"scale must be a finite number of at least 0 (the size of the summed terms), not {scale!r}")
-    if rtol is not None and not (real(rtol) and np.isfinite(rtol) and rtol > 0):
-        raise ValueError(f"rtol must be a positive finite number, not {rtol!r}")
+    if scale is not None:
+        require_positive(scale, "scale", zero_ok=True, note=" (the size of the summed terms)")
+    if rtol is not None:
+        require_positive(rtol, "rtol")
     for what, a in (("out", out), ("ref", ref)):
         if not hasattr(a, "shape"):
             raise ValueError(f"{what} must be a NumPy or device array, not {type(a).__name__}")

@@ -71,12 +71,15 @@ def load_digits(test_fraction: float = 0.2, seed: int = 0) -> Split:
     return _split(X, y, test_fraction, seed)
 
 
+def _require_fraction(test_fraction) -> float:
+    if (isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float, np.floating))
+            or not 0.0 < test_fraction < 1.0):
+        raise ValueError(f"test_fraction must lie between 0 and 1, not {test_fraction!r}")
+    return float(test_fraction)
+
+
 def _split(X, y, test_fraction, seed) -> Split:
-    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float, np.floating)):
-        raise ValueError(f"test_fraction must be a number between 0 and 1, not {test_fraction!r}")
-    seed = require_int(seed, "seed", 0)
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must lie between 0 and 1, not {test_fraction}")
+    test_fraction, seed = _require_fraction(test_fraction), require_int(seed, "seed", 0)
     rng = np.random.default_rng(seed)
     test_idx = []
     for label in np.unique(y):
@@ -162,9 +165,8 @@ def load_mnist(directory, test_fraction: float | None = None) -> Split:
     used unless ``test_fraction`` asks for a fresh one.
     """
     directory = _path(directory, "directory")
-    if test_fraction is not None and (isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float))
-                                      or not 0 < test_fraction < 1):
-        raise ValueError(f"test_fraction must be None or lie between 0 and 1, not {test_fraction!r}")
+    if test_fraction is not None:  # checked before any file is read
+        _require_fraction(test_fraction)
 
     def find(stem):
         for name in (stem, stem + ".gz"):

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulib.arrays import require_positive, require_real
+
 FORMATS = ("fp32", "tf32", "fp16", "bf16")
 MANTISSA_BITS = dict(fp32=23, tf32=10, fp16=10, bf16=7)
 
@@ -32,20 +34,11 @@ def _round_mantissa(x: np.ndarray, keep: int) -> np.ndarray:
     return np.where(finite, rounded, bits).astype(np.uint32).view(np.float32)
 
 
-def _real(x, name: str, ndim: int | None) -> np.ndarray:
-    """``x`` as float32: real numbers of ``ndim`` dimensions (any for None), not empty."""
-    a = np.asarray(x) if not isinstance(x, str) else np.asarray([])
-    if isinstance(x, str) or x is None or a.dtype.kind not in "iuf" or a.size == 0 or (ndim is not None and a.ndim != ndim):
-        raise ValueError(f"{name} must be a non-empty array of real numbers" + (f", {ndim}-D" if ndim else "")
-                         + f", not {type(x).__name__}" + (f" of {a.dtype} {a.shape}" if not isinstance(x, str) else ""))
-    return a.astype(np.float32)
-
-
 def round_to(x, fmt: str) -> np.ndarray:
     """``x`` rounded to the format ``fmt`` and stored as float32."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
-    x = _real(x, "x", None)
+    x = require_real(x, "x").astype(np.float32)
     if fmt == "fp32":
         return x.copy()
     if fmt == "fp16":
@@ -80,7 +73,7 @@ def gemm_errors(A, B) -> dict:
     """For each format: max |C - C64| / max |C64| of the product with operands rounded to the
     format and fp32 accumulation (what tensor cores do), C64 the float64 product. An all-zero
     product is a ValueError: a relative error of it means nothing."""
-    A, B = _real(A, "A", 2), _real(B, "B", 2)
+    A, B = require_real(A, "A", "[M, K]").astype(np.float32), require_real(B, "B", "[K, N]").astype(np.float32)
     if A.shape[1] != B.shape[0]:
         raise ValueError(f"inner dimensions do not match: A is {A.shape} and B is {B.shape}")
     exact = A.astype(np.float64) @ B.astype(np.float64)
@@ -93,10 +86,8 @@ def gemm_errors(A, B) -> dict:
 
 def fp16_underflow(values, scale: float = 1.0) -> float:
     """The fraction of non-zero ``values`` that become 0 in fp16 after multiplying by ``scale``."""
-    v = _real(values, "values", None)
-    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)) or not (
-            np.isfinite(scale) and scale > 0):
-        raise ValueError(f"scale must be a positive finite number, not {scale!r}")
+    v = require_real(values, "values").astype(np.float32)
+    require_positive(scale, "scale")
     nonzero = v != 0
     with np.errstate(over="ignore"):
         lost = (v * np.float32(scale)).astype(np.float16) == 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulib.arrays import require_int
+from gpulib.arrays import require_int, require_positive
 from gpulib.arrays import require_real as _real
 from gpulib.shapes import conv_output_size, output_shape, require_shape
 
@@ -182,8 +182,7 @@ def numerical_grad(f, x: np.ndarray, eps: float = 1e-6, indices=None):
         raise ValueError(f"f must be a function of no arguments (returning the loss), not {type(f).__name__}")
     if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
         raise ValueError(f"x must be a floating-point NumPy array (perturbed in place), not {type(x).__name__}")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or not (np.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps must be a positive finite number, not {eps!r}")
+    require_positive(eps, "eps")
     flat = x.reshape(-1)
     indices = range(flat.size) if indices is None else indices
     out = {}

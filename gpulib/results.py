@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
+from gpulib.arrays import require_positive
 
 
 def ratio_text(vs_library: float | None) -> str:
     """How tables print the ratio: the percentage of the library's speed."""
-    if vs_library is not None and (isinstance(vs_library, bool) or not isinstance(vs_library, (int, float))
-                                   or not math.isfinite(vs_library) or vs_library <= 0):
-        raise ValueError(f"vs_library must be None or a positive finite ratio, not {vs_library!r}")
+    if vs_library is not None:
+        require_positive(vs_library, "vs_library", note=" (a ratio to the library), or None")
     return "-" if vs_library is None else f"{vs_library:.1%}"
 
 

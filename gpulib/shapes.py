@@ -20,7 +20,7 @@ import inspect
 
 import numpy as np
 
-from gpulib.arrays import require, require_int, to_device
+from gpulib.arrays import require, require_bool, require_int, to_device
 
 
 def conv_output_size(size: int, filter_size: int, padding: int, stride: int) -> int:
@@ -66,8 +66,7 @@ def layer_shapes(fn):
     def checked(X_shape, W_shape, padding=0, stride=1, *args, **kwargs):
         output_shape(X_shape, W_shape, padding, stride)
         for name, extra in zip(flags, args):
-            if not isinstance(extra, (bool, np.bool_)):
-                raise ValueError(f"{name} must be True or False, not {extra!r}")
+            require_bool(extra, name)
         return fn(tuple(int(v) for v in X_shape), tuple(int(v) for v in W_shape), int(padding), int(stride), *args, **kwargs)
     return checked
 

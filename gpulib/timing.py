@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpulib.arrays import require_int
+from gpulib.arrays import require_bool, require_int, require_positive
 from gpulib.env import cuda, on_simulator
 
 _FLUSH_BYTES = 256 * 2**20  # several times the largest L2 of current GPUs (H200: 60 MB)
@@ -40,9 +40,7 @@ class Timing:
 
     def tflops(self, flop: float) -> float:
         """Arithmetic rate for an operation of ``flop`` floating-point operations."""
-        if isinstance(flop, bool) or not isinstance(flop, (int, float, np.integer, np.floating)) or not (
-                np.isfinite(flop) and flop > 0):
-            raise ValueError(f"flop must be a positive finite number of floating-point operations, not {flop!r}")
+        flop = require_positive(flop, "flop", note=" of floating-point operations")
         return flop / (self.median_ms * 1e-3) / 1e12
 
     def __str__(self) -> str:
@@ -77,8 +75,7 @@ def benchmark(fn, *args, warmup: int = 3, repeat: int = 20, flush_l2: bool = Tru
     if not callable(fn):
         raise ValueError(f"fn must be a function to time, not {type(fn).__name__}")
     warmup, repeat = require_int(warmup, "warmup", 0), require_int(repeat, "repeat", 1)
-    if not isinstance(flush_l2, (bool, np.bool_)):
-        raise ValueError(f"flush_l2 must be True or False, not {flush_l2!r}")
+    require_bool(flush_l2, "flush_l2")
     if label is not None and not isinstance(label, str):
         raise ValueError(f"label must be a str or None, not {type(label).__name__}")
     label = label or getattr(fn, "__name__", "operation")

@@ -58,11 +58,8 @@ class BookCNN(ImageClassifier):
     def _relu(self, Z):
         return layers.relu(Z, out=Z if self.inplace_relu else None)
 
-    def forward(self, X):
-        """Every intermediate tensor the backward pass needs, by name (X checked first)."""
-        return self._forward(self._images(X))
-
     def _forward(self, X):
+        """Every intermediate tensor the backward pass needs, by name."""
         W1, b1, W2, b2, Wf, bf = self.params
         op = self.profiler.op
         t = dict(X=X)

@@ -31,10 +31,10 @@ from gpulib.mlp import layers as mlp
 from gpulib.shapes import require_shape
 
 
-def images_on_device(X, image_shape, finite: bool = True):
+def images_on_device(X, image_shape):
     """X as a device batch [N, C, H, W] of images of ``image_shape`` (C, H, W): flattened rows (as
-    gpulib.data gives them) are reshaped; any other shape, and (``finite``) a NaN or an infinity,
-    is a ValueError before a launch."""
+    gpulib.data gives them) are reshaped; any other shape, and a NaN or an infinity, is a ValueError
+    before a launch."""
     image_shape = require_shape(image_shape, "image_shape", "[C, H, W]")
     if not (hasattr(X, "shape") and hasattr(X, "dtype")):
         raise ValueError(f"X must be a NumPy or device array of images [N, C, H, W], not {type(X).__name__}")
@@ -43,8 +43,7 @@ def images_on_device(X, image_shape, finite: bool = True):
     require(X, "X", 4, layout="[N, C, H, W]")
     if tuple(X.shape[1:]) != tuple(image_shape):
         raise ValueError(f"X holds images of shape {tuple(X.shape[1:])}, the CNN expects {tuple(image_shape)}")
-    if finite:
-        require_finite(X, "X", "would turn every output and gradient into NaN")
+    require_finite(X, "X", "would turn every output and gradient into NaN")
     return to_device(X)
 
 
@@ -94,7 +93,8 @@ NO_PROFILER = _NoProfiler()  # what a model's ``profiler`` is when nothing is me
 class ImageClassifier:
     """What every CNN of the book shares: parameters on the device (``params``), images checked
     and put on the device, an SGD step, predictions and accuracy. A model sets ``params``,
-    ``image_shape`` and ``classes`` and defines ``forward(X)`` (a dict with "logits")."""
+    ``image_shape`` and ``classes`` and defines ``_forward(X)`` on a checked device batch (a dict
+    with "logits"); every public method checks X once, then calls it."""
 
     profiler = NO_PROFILER  # 16.6's Profiler, when one is measuring
 
@@ -105,6 +105,10 @@ class ImageClassifier:
     def _images(self, X):
         return images_on_device(X, self.image_shape)
 
+    def forward(self, X):
+        """Every intermediate tensor of the forward pass by name (X checked first: its shape, NaN)."""
+        return self._forward(self._images(X))
+
     def step(self, grads, lr: float) -> None:
         """One SGD step: every parameter minus ``lr`` times its gradient, on the device (all of them
         checked before the first is updated)."""
@@ -114,13 +118,17 @@ class ImageClassifier:
                 mlp.sgd_update(p, g, lr)
 
     def predict(self, X) -> np.ndarray:
-        return self.forward(X)["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
+        return self._classes(self.forward(X))
 
     def accuracy(self, X, labels) -> float:
         """The share of rows of X whose predicted class is their label (labels: [N] integers)."""
         X = self._images(X)
         require_int_labels(labels, "labels", X.shape[0], self.classes, dtype=None)
-        return float((self.predict(X) == to_host(labels)).mean())
+        return float((self._classes(self._forward(X)) == to_host(labels)).mean())
+
+    @staticmethod
+    def _classes(tensors) -> np.ndarray:
+        return tensors["logits"].copy_to_host().argmax(axis=1).astype(np.int32)
 
 
 class SmallCNN(ImageClassifier):
@@ -147,10 +155,9 @@ class SmallCNN(ImageClassifier):
         self.classes = classes
         self.params = [to_device(p) for p in (self.conv_W, self.conv_b, self.fc_W, self.fc_b)]
 
-    def forward(self, X):
+    def _forward(self, X):
         """Every intermediate tensor, named as in the chapter's figure."""
         cW, cb, fW, fb = self.params
-        X = self._images(X)
         conv = layers.conv2d_forward(X, cW, cb, padding=1, algorithm=self.conv_algorithm)
         act = layers.relu(conv)
         pooled, argmax = layers.max_pool2d(act, 2)
@@ -162,7 +169,7 @@ class SmallCNN(ImageClassifier):
         """Mean loss and [dW_conv, db_conv, dW_fc, db_fc], by backpropagation through the chain."""
         X = self._images(X)  # inputs and labels are checked before anything is launched
         require_int_labels(labels, "labels", X.shape[0], self.fc_W.shape[0])
-        t = self.forward(X)
+        t = self._forward(X)
         labels = to_device(labels)
         P, loss = mlp.softmax_cross_entropy(t["logits"], labels)
         dZ = mlp.softmax_cross_entropy_backward(P, labels)

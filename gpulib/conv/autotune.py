@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import require_finite, to_device, to_host
+from gpulib.arrays import require_finite, require_positive, to_device, to_host
 from gpulib.check import ValidationError, poisoned, validate
 from gpulib.conv.algorithms import ALGORITHMS, Algorithm, of_precision
 from gpulib.env import BACKEND, cuda
@@ -73,9 +73,8 @@ def find_algorithms(X, W, b=None, padding: int = 0, stride: int = 1, algorithms=
             raise ValueError(f"reference must be the float64 Y of this layer, of shape "
                              f"{output_shape(X.shape, W.shape, padding, stride)}, not {type(reference).__name__} "
                              f"{getattr(reference, 'shape', '')}")
-    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float, np.floating))
-                              or not (np.isfinite(scale) and scale > 0)):
-        raise ValueError(f"scale must be a positive finite number (the size of the summed terms), not {scale!r}")
+    if scale is not None:
+        require_positive(scale, "scale", note=" (the size of the summed terms)")
     if scale is None:  # the size of the summed terms, over the outputs that are finite
         magnitude = ref.conv2d_magnitude(X, W, b, padding, stride)
         scale = float(np.max(magnitude[np.isfinite(magnitude)], initial=0.0)) or 1.0

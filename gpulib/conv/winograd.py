@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float32
 
-from gpulib.arrays import blocks, is_device_array, output, require, require_finite, require_real, to_device
+from gpulib.arrays import blocks, is_device_array, output, require, require_finite, require_int, require_real, to_device
 from gpulib.env import sized
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.launch import BoundLaunch
@@ -391,7 +391,7 @@ class F4Plan:
                                  f"not {type(a).__name__} {getattr(a, 'dtype', '')} {tuple(getattr(a, 'shape', ()))}")
             if not (a.is_c_contiguous() if hasattr(a, "is_c_contiguous") else True):
                 raise ValueError(f"{name} must be C-contiguous")
-        if isinstance(padding, bool) or not isinstance(padding, (int, np.integer)) or padding != self.padding:
+        if require_int(padding, "padding", 0) != self.padding:
             raise ValueError(f"padding must be this plan's {self.padding}, not {padding!r}")
         self.filters(W, self.U)
         self.inputs(X, self.V, padding, self.tiles_y, self.tiles_x)

@@ -11,6 +11,7 @@ from gpulib.arrays import (
     is_device_array,
     output,
     require,
+    require_bool,
     require_int,
     to_device,
     to_host,
@@ -42,20 +43,13 @@ def check_operands(A, B, C, batched: bool = False) -> None:
     for name, X, layout in (("C", C, f"[{lead}M, N]"), ("A", A, f"[{lead}M, K]"), ("B", B, f"[{lead}K, N]")):
         if not is_device_array(X):
             raise ValueError(f"{name} {layout} must be a device array (matmul takes NumPy arrays), not {type(X).__name__}")
-        if X is C:
-            require(C, "C", ndim, layout=layout)  # float32, C-contiguous, not empty
-        else:
-            if len(X.shape) != ndim:
-                raise ValueError(f"{name} {layout} must be {ndim}-D like C, but has shape {tuple(X.shape)}")
-            if np.dtype(X.dtype) != np.float32:
-                raise ValueError(f"{name} {layout} must have dtype float32, not {np.dtype(X.dtype)}")
-            if any(d == 0 for d in X.shape):
-                raise ValueError(f"{name} {layout} is empty (shape {tuple(X.shape)})")
-            itemsize = 4
-            strides = tuple(X.strides)
-            if strides[-1] != itemsize and strides[-2] != itemsize:
-                raise ValueError(f"{name} {layout} must have unit stride along one of its last two axes (C-order "
-                                 f"or a transposed view), not strides {strides}")
+        if X is not C and len(X.shape) != ndim:
+            raise ValueError(f"{name} {layout} must be {ndim}-D like C, but has shape {tuple(X.shape)}")
+        require(X, name, ndim, layout=layout, contiguous=X is C)  # float32, not empty; C also C-contiguous
+        strides = tuple(X.strides)
+        if X is not C and 4 not in strides[-2:]:  # a float32 element apart along rows or columns
+            raise ValueError(f"{name} {layout} must have unit stride along one of its last two axes (C-order "
+                             f"or a transposed view), not strides {strides}")
     a, b, c = tuple(A.shape), tuple(B.shape), tuple(C.shape)  # (the simulator's shapes refuse negative indices)
     if a[-1] != b[-2]:
         raise ValueError(f"A {a} and B {b}: A's columns (K) must equal B's rows")
@@ -145,9 +139,7 @@ def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_
     """
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
-    for name, flag in (("trans_a", trans_a), ("trans_b", trans_b)):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False, not {flag!r}")
+    trans_a, trans_b = require_bool(trans_a, "trans_a"), require_bool(trans_b, "trans_b")
     if shape is not None:
         kernels.check_tile(shape, "shape")
     require(A, "A", 2, layout="[K, M] (trans_a)" if trans_a else "[M, K]")

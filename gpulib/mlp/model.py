@@ -68,6 +68,9 @@ class MLP:
     def forward(self, X):
         """Every layer's output on the device: [X, H1, ..., Z] (Z are the logits)."""
         self._check_input(X)
+        return self._forward(X)
+
+    def _forward(self, X):
         outs = [to_device(X)]
         for layer, (W, b) in enumerate(self.params):
             outs.append(layers.dense_forward(outs[-1], W, b, self._layer_activation(layer)))
@@ -77,7 +80,7 @@ class MLP:
         """Mean loss and [(dW, db), ...] by backpropagation: the forward pass, then layers in reverse."""
         self._check_input(X)  # inputs and labels are checked before anything is launched
         require_int_labels(labels, "labels", X.shape[0], self.sizes[-1])
-        outs = self.forward(X)
+        outs = self._forward(X)
         labels = to_device(labels)
         P, loss = layers.softmax_cross_entropy(outs[-1], labels)
         dH = layers.softmax_cross_entropy_backward(P, labels)
@@ -111,10 +114,14 @@ class MLP:
 
     def predict(self, X) -> np.ndarray:
         """The most probable class of every row of X (a NumPy array of labels)."""
-        return self.forward(X)[-1].copy_to_host().argmax(axis=1).astype(np.int32)
+        return self._classes(self.forward(X))
 
     def accuracy(self, X, labels) -> float:
         """The share of rows of X whose predicted class is their label (labels: [N] integers)."""
         self._check_input(X)
         require_int_labels(labels, "labels", X.shape[0], self.sizes[-1], dtype=None)
-        return float((self.predict(X) == to_host(labels)).mean())
+        return float((self._classes(self._forward(X)) == to_host(labels)).mean())
+
+    @staticmethod
+    def _classes(outs) -> np.ndarray:
+        return outs[-1].copy_to_host().argmax(axis=1).astype(np.int32)

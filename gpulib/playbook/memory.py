@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from gpulib.arrays import require_int
+from gpulib.arrays import require_bool, require_int
 from gpulib.conv.algorithms import ALGORITHMS
 from gpulib.shapes import require_shape
 
@@ -51,8 +49,7 @@ def estimate(batch: int, channels=(8, 16), algorithms=("direct", "direct"), inpl
     C, H, W = require_shape(image_shape, "image_shape", "[C, H, W]")
     if H % 2 or W % 2:
         raise ValueError(f"image_shape: height and width must be even for the 2x2 pooling, not {H}x{W}")
-    if not isinstance(inplace_relu, (bool, np.bool_)):
-        raise ValueError(f"inplace_relu must be True or False, not {inplace_relu!r}")
+    require_bool(inplace_relu, "inplace_relu")
     if not isinstance(algorithms, (tuple, list)) or len(algorithms) != 2:
         raise ValueError(f"algorithms must be two names, one per conv layer, not {algorithms!r}")
     for a in algorithms:

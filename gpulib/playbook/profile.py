@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from gpulib import launch
+from gpulib.arrays import require_bool
 from gpulib.env import cuda, on_gpu
 from gpulib.playbook.patterns import pattern_of
 
@@ -56,8 +57,7 @@ def used_bytes(flush: bool = True) -> int:
     """Device memory in use now (the driver's view); with ``flush``, after Numba's pending frees
     are done (Numba frees in batches: up to 10 arrays, or a share of the memory, wait in a queue)
     and CuPy's memory pool has returned its cached blocks."""
-    if not isinstance(flush, bool):
-        raise ValueError(f"flush must be True or False, not {flush!r}")
+    require_bool(flush, "flush")
     if not on_gpu():
         raise RuntimeError("used_bytes needs a GPU: the simulator has no device memory to count")
     ctx = cuda.current_context()
@@ -76,9 +76,7 @@ class Profiler(launch.Watcher):
     def __init__(self, memory: bool = False, flush: bool = True):
         """``memory``: sample the device memory in use; ``flush``: free Numba's queued
         deallocations before each sample (the arrays alive), or not (the memory as the run holds it)."""
-        for name, flag in (("memory", memory), ("flush", flush)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, not {flag!r}")
+        memory, flush = require_bool(memory, "memory"), require_bool(flush, "flush")
         self.memory = memory and on_gpu()  # (the simulator has no device memory to sample)
         self.flush = flush
         self.launches: list[Launch] = []

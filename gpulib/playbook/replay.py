@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpulib import launch
-from gpulib.arrays import require_int, require_int_labels, require_learning_rate, to_device
+from gpulib.arrays import require_bool, require_int, require_int_labels, require_learning_rate, to_device
 from gpulib.env import cuda, on_gpu
 
 
@@ -175,8 +175,7 @@ class ReplayedStep:
         if not isinstance(model, BookCNN):
             raise ValueError(f"model must be a gpulib.cnn.book_model.BookCNN (its device_loss_and_grads is what is "
                              f"recorded), not {type(model).__name__}")
-        if not isinstance(graph, (bool, np.bool_)):
-            raise ValueError(f"graph must be True or False, not {graph!r}")
+        require_bool(graph, "graph")
         self.model, self.batch = model, require_int(batch, "batch", 1)
         self.lr = require_learning_rate(lr)
         self.want_graph = graph

@@ -18,9 +18,7 @@ figure shows; the figure is an upper bound on what a better kernel could reach.
 
 from __future__ import annotations
 
-import numpy as np
-
-from gpulib.arrays import require_int
+from gpulib.arrays import require_int, require_positive
 from gpulib.book_layers import LAYER, output_shape, shapes
 from gpulib.book_layers import flop as layer_flop
 
@@ -46,27 +44,18 @@ def datasheet(device: str | None) -> dict:
     raise ValueError(f"device {device!r}: no datasheet limits for it; DATASHEET holds {tuple(DATASHEET)}")
 
 
-def _positive(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, not {value!r}")
-    return float(value)
-
-
 def _limits(limits, precision: str | None) -> None:
     if not isinstance(limits, dict) or "hbm" not in limits or (precision is not None and precision not in limits):
         raise ValueError(f"limits must be a dict of peak rates and 'hbm' bandwidth (as datasheet returns), with "
                          f"{precision!r}; not {limits!r:.80}")
     for key in ("hbm",) + ((precision,) if precision else ()):
-        _positive(limits[key], f"limits[{key!r}]")
+        require_positive(limits[key], f"limits[{key!r}]")
 
 
 def limit(intensity: float, peak: float, bandwidth: float) -> float:
     """The most FLOP/s a kernel of this arithmetic intensity (FLOP/byte) can reach."""
-    if isinstance(intensity, (bool, np.bool_)) or not isinstance(intensity, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(intensity) or intensity < 0:
-        raise ValueError(f"intensity must be a finite number of at least 0 (FLOP per byte), not {intensity!r}")
-    return min(_positive(peak, "peak"), intensity * _positive(bandwidth, "bandwidth"))
+    intensity = require_positive(intensity, "intensity", zero_ok=True, note=" (FLOP per byte)")
+    return min(require_positive(peak, "peak"), intensity * require_positive(bandwidth, "bandwidth"))
 
 
 def _numel(shape) -> int:
@@ -96,7 +85,7 @@ def place(name: str, section: str, precision: str, flop: float, nbytes: float, m
     if not isinstance(name, str):
         raise ValueError(f"name must be a str, not {type(name).__name__}")
     _limits(limits, precision)
-    flop, nbytes, ms = _positive(flop, "flop"), _positive(nbytes, "nbytes"), _positive(ms, "ms")
+    flop, nbytes, ms = require_positive(flop, "flop"), require_positive(nbytes, "nbytes"), require_positive(ms, "ms")
     seconds = ms * 1e-3
     intensity = flop / nbytes
     rate = flop / seconds
@@ -110,7 +99,7 @@ def place(name: str, section: str, precision: str, flop: float, nbytes: float, m
 def memory_kernel(name: str, section: str, nbytes: float, ms: float, limits: dict) -> dict:
     """A kernel that only moves data (im2col): its bandwidth as a percent of HBM's."""
     _limits(limits, None)
-    nbytes, ms = _positive(nbytes, "nbytes"), _positive(ms, "ms")
+    nbytes, ms = require_positive(nbytes, "nbytes"), require_positive(ms, "ms")
     gbps = nbytes / (ms * 1e-3) / 1e9
     return dict(name=name, section=section, precision="-", flop=0.0, bytes=nbytes, ms=ms, intensity=0.0,
                 tflops=0.0, roof_tflops=None, percent=100 * gbps * 1e9 / limits["hbm"], bound="memory", gbps=gbps)
