@@ -53,13 +53,26 @@ def _conv_args(rng, X=(2, 3, 6, 5), W=(4, 3, 3, 3), padding=1, stride=1):
 TC_SHAPES = dict(X=(1, 8, 4, 4), W=(8, 8, 3, 3))  # channels the tensor-core convolutions take whole
 
 
-def conv_entry(fn, launches=True, **shapes) -> Entry:
-    """Any convolution (X, W, b, padding, stride)."""
+def conv_entry(fn, launches=True, shapes=None, keywords=None, **kinds) -> Entry:
+    """Any convolution fn(X, W, b, padding, stride, **keywords) (``keywords``: their valid values);
+    ``kinds``: Entry's fields in place of a convolution's (finite, numeric, gpu_only, choices...)."""
+    keywords = keywords or {}
+    fields = dict(arrays=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",),
+                  tied={"X": (1,), "W": (1, 0), "b": (0,)}, speaks={"X": ("channel",), "b": ("filters",)})
     return Entry(
-        lambda r: _conv_args(r, **shapes),
-        lambda a: fn(a["X"], a["W"], a["b"], a["padding"], a["stride"]),
-        arrays=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",),
-        tied={"X": (1,), "W": (1, 0), "b": (0,)}, speaks={"X": ("channel",), "b": ("filters",)}, launches=launches,
+        lambda r: dict(_conv_args(r, **(shapes or {})), **keywords),
+        lambda a: fn(a["X"], a["W"], a["b"], a["padding"], a["stride"], **{k: a[k] for k in keywords}),
+        launches=launches, **{**fields, **kinds},
+    )
+
+
+def backward_entry(fn, launches=True, **kinds) -> Entry:
+    """A convolution's backward pass fn(X, W, dY, padding, stride)."""
+    return Entry(
+        lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32)),
+        lambda a: fn(a["X"], a["W"], a["dY"], a["padding"], a["stride"]),
+        arrays=("X", "W", "dY"), ints={"padding": 0, "stride": 1}, tied={"X": (1,), "W": (0, 1), "dY": (1, 2, 3)},
+        speaks={"X": ("channel",), "dY": ("Y",)}, launches=launches, **kinds,
     )
 
 
@@ -85,6 +98,10 @@ def shape_entry(fn, with_x=True, need_dx=False) -> Entry:
 
 
 ENTRIES: dict[str, list[Entry]] = {}
+
+
+def _untimed(fn, label):
+    return None  # the auto-tuner's timer: the simulator times nothing
 _BOOL_CASES = [("a string", "yes"), ("None", None), ("2", 2)]  # what a True/False switch must refuse
 
 
@@ -93,26 +110,20 @@ def add(name: str, *entries: Entry) -> None:
 
 
 # ---------------------------------------------------------------- convolutions and their registry
-for _qual, _fn in [
-    ("gpulib.conv.direct.conv2d_direct", None), ("gpulib.conv.im2col.conv2d_im2col", None),
-    ("gpulib.conv.implicit_gemm.conv2d_implicit_gemm", None),
-    ("gpulib.conv.implicit_gemm.conv2d_implicit_precomp_gemm", None), ("gpulib.conv.fft.conv2d_fft", None),
-    ("gpulib.conv.winograd.conv2d_winograd", None), ("gpulib.conv.winograd.conv2d_winograd_nonfused", None),
-    ("gpulib.conv.winograd.conv2d_winograd_f4", None), ("gpulib.conv.tensorcore.conv2d_tc", None),
-    ("gpulib.conv.front.conv2d", None), ("gpulib.cnn.layers.conv2d_forward", None),
-]:
-    _mod, _, _attr = _qual.rpartition(".")
-    add(_qual, conv_entry(getattr(__import__(_mod, fromlist=[_attr]), _attr), launches=_attr != "conv2d_fft"))
-for _name in ("conv2d_tc_nchw", "conv2d_tc_nhwc", "conv2d_tc_wgmma", "conv2d_tc_tma"):
-    add(f"gpulib.conv.tensorcore.{_name}", conv_entry(getattr(tc_conv, _name), **TC_SHAPES))
-add("gpulib.conv.tensorcore.reference", Entry(
-    _conv_args, lambda a: tc_conv.reference(a["X"], a["W"], a["b"], a["padding"], a["stride"]), arrays=("X", "W", "b"),
-    numeric=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",), tied={"X": (1,), "W": (1, 0), "b": (0,)},
-    speaks={"X": ("channel",), "b": ("filters",)}))
-add("gpulib.conv.cuda_c.conv2d_direct_c", Entry(
-    lambda r: _conv_args(r), lambda a: cuda_c.conv2d_direct_c(a["X"], a["W"], a["b"], a["padding"], a["stride"]),
-    arrays=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",), tied={"X": (1,), "W": (1, 0), "b": (0,)},
-    speaks={"X": ("channel",), "b": ("filters",)}, gpu_only="NVRTC compiles CUDA C for a GPU"))
+def _qualified(fn) -> str:
+    return f"{fn.__module__}.{fn.__name__}"
+
+
+for _fn in (direct.conv2d_direct, im2col.conv2d_im2col, implicit_gemm.conv2d_implicit_gemm,
+            implicit_gemm.conv2d_implicit_precomp_gemm, fft.conv2d_fft, winograd.conv2d_winograd,
+            winograd.conv2d_winograd_nonfused, winograd.conv2d_winograd_f4, tc_conv.conv2d_tc, front.conv2d,
+            layers.conv2d_forward):
+    add(_qualified(_fn), conv_entry(_fn, launches=_fn is not fft.conv2d_fft))
+for _fn in (tc_conv.conv2d_tc_nchw, tc_conv.conv2d_tc_nhwc, tc_conv.conv2d_tc_wgmma, tc_conv.conv2d_tc_tma):
+    add(_qualified(_fn), conv_entry(_fn, shapes=TC_SHAPES))
+add("gpulib.conv.tensorcore.reference", conv_entry(tc_conv.reference, launches=False, numeric=("X", "W", "b")))
+add("gpulib.conv.cuda_c.conv2d_direct_c", conv_entry(cuda_c.conv2d_direct_c, launches=False,
+                                                     gpu_only="NVRTC compiles CUDA C for a GPU"))
 add("gpulib.conv.cuda_c.im2col_c", Entry(
     lambda r: dict(_arrays(r, X=(2, 3, 6, 5)), R=3, S=3, padding=1, stride=1),
     lambda a: cuda_c.im2col_c(a["X"], a["R"], a["S"], a["padding"], a["stride"]),
@@ -124,14 +135,10 @@ add("gpulib.conv.cuda_c.show", Entry(lambda r: dict(name="direct_conv"), lambda 
 
 for _alg in algorithms.ALGORITHMS.values():
     _shapes = TC_SHAPES if _alg.precision == "fp16" else {}
-    add("gpulib.conv.algorithms.Algorithm", conv_entry(_alg.run, launches=_alg.name != "fft", **_shapes),
+    add("gpulib.conv.algorithms.Algorithm", conv_entry(_alg.run, launches=_alg.name != "fft", shapes=_shapes),
         shape_entry(_alg.supports, with_x=False), shape_entry(_alg.workspace), shape_entry(_alg.multiplications))
     if _alg.backward is not None:
-        add("gpulib.conv.algorithms.Algorithm", Entry(
-            lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32)),
-            lambda a, alg=_alg: alg.backward(a["X"], a["W"], a["dY"], a["padding"], a["stride"]),
-            arrays=("X", "W", "dY"), ints={"padding": 0, "stride": 1}, tied={"X": (1,), "W": (0, 1), "dY": (1, 2, 3)},
-            speaks={"X": ("channel",), "dY": ("Y",)}, launches=True),
+        add("gpulib.conv.algorithms.Algorithm", backward_entry(_alg.backward),
             shape_entry(_alg.backward_workspace, need_dx=True))
 add("gpulib.conv.algorithms.direct_multiplications", shape_entry(algorithms.direct_multiplications))
 add("gpulib.conv.algorithms.of_precision", Entry(lambda r: dict(p="fp32"), lambda a: algorithms.of_precision(a["p"]),
@@ -148,33 +155,27 @@ add("gpulib.cnn.layers.conv2d_forward", Entry(lambda r: dict(_conv_args(r), algo
                                               lambda a: layers.conv2d_forward(a["X"], a["W"], algorithm=a["algorithm"]),
                                               choices=("algorithm",), launches=True))
 
-add("gpulib.conv.autotune.find_algorithms", Entry(
-    _conv_args, lambda a: autotune.find_algorithms(a["X"], a["W"], a["b"], a["padding"], a["stride"],
-                                                   timer=lambda fn, label: None),
-    arrays=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",), tied={"X": (1,), "W": (1, 0), "b": (0,)},
-    finite=("X", "W"), speaks={"X": ("channel",), "b": ("filters",)}, launches=True),
+add("gpulib.conv.autotune.find_algorithms", conv_entry(autotune.find_algorithms, keywords=dict(timer=_untimed),
+                                                       finite=("X", "W")),
     Entry(lambda r: dict(_conv_args(r), algorithms=["direct", "gemm"]),
-          lambda a: autotune.find_algorithms(a["X"], a["W"], algorithms=a["algorithms"], timer=lambda fn, label: None),
+          lambda a: autotune.find_algorithms(a["X"], a["W"], algorithms=a["algorithms"], timer=_untimed),
           others={"algorithms": [("a cuDNN name", ["IMPLICIT_GEMM"]), ("a string", "direct"), ("empty", []),
                                  ("a number", [3])]}, launches=True))
-def _choose_afresh(a):
+def _choose_afresh(X, W, b, padding, stride):
     """choose() with its cache emptied: a cached pick is returned without a look at the values (so a
     recorded step can call it), and the sweep's NaN cases must reach the tuning."""
     autotune._cache.clear()
-    return autotune.choose(a["X"], a["W"], a["b"], a["padding"], a["stride"], timer=lambda fn, label: None)
+    return autotune.choose(X, W, b, padding, stride, timer=_untimed)
 
 
 add("gpulib.conv.autotune.find_algorithms", Entry(
-    lambda r: dict(_conv_args(r), reference=None, scale=None, timer=lambda fn, label: None),
+    lambda r: dict(_conv_args(r), reference=None, scale=None, timer=_untimed),
     lambda a: autotune.find_algorithms(a["X"], a["W"], a["b"], 1, 1, timer=a["timer"], reference=a["reference"],
                                        scale=a["scale"]),
     optional=("reference", "scale"), reals={"scale": "positive"},
     others={"reference": [("another shape", np.zeros((2, 4, 6, 4))), ("a string", "Y")],
             "timer": [("a string", "time it"), ("a number", 3)]}, launches=True))
-add("gpulib.conv.autotune.choose", Entry(
-    _conv_args, _choose_afresh,
-    arrays=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",), tied={"X": (1,), "W": (1, 0), "b": (0,)},
-    finite=("X", "W"), speaks={"X": ("channel",), "b": ("filters",)}, launches=True))
+add("gpulib.conv.autotune.choose", conv_entry(_choose_afresh, finite=("X", "W")))
 add("gpulib.conv.autotune.cached_ranking", shape_entry(autotune.cached_ranking))
 add("gpulib.conv.autotune.table", Entry(lambda r: dict(results=[autotune.Result("direct", "DIRECT", "ok", 1.0, 0.0)]),
                                         lambda a: autotune.table(a["results"]),
@@ -192,11 +193,7 @@ add("gpulib.conv.im2col.col2im", Entry(
     Entry(lambda r: dict(_arrays(r, dX_col=(27, 60)), input_shape=(2, 3, 6, 5)),
           lambda a: im2col.col2im(a["dX_col"], a["input_shape"], 3, 3, 1, 1), others={"input_shape": SHAPE_CASES},
           speaks={"input_shape": ("dX_col",)}))
-add("gpulib.conv.im2col.conv2d_im2col_backward", Entry(
-    lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32)),
-    lambda a: im2col.conv2d_im2col_backward(a["X"], a["W"], a["dY"], a["padding"], a["stride"]),
-    arrays=("X", "W", "dY"), ints={"padding": 0, "stride": 1}, tied={"X": (1,), "W": (0, 1), "dY": (1, 2, 3)},
-    speaks={"X": ("channel",), "dY": ("Y",)}, launches=True))
+add("gpulib.conv.im2col.conv2d_im2col_backward", backward_entry(im2col.conv2d_im2col_backward))
 add("gpulib.conv.im2col.backward_workspace_bytes", shape_entry(im2col.backward_workspace_bytes, need_dx=True))
 for _name in ("workspace_bytes", "multiplications"):
     add(f"gpulib.conv.fft.{_name}", shape_entry(getattr(fft, _name)))
@@ -217,11 +214,8 @@ add("gpulib.conv.tensorcore.workspace_bytes", Entry(
     lambda a: tc_conv.workspace_bytes(a["X_shape"], a["W_shape"], a["padding"], a["stride"], version=a["version"]),
     ints={"padding": 0, "stride": 1}, choices=("version",),
     others={"X_shape": SHAPE_CASES, "W_shape": W_SHAPE_CASES}, speaks={"X_shape": ("channel", "X"), "W_shape": ("W",)}))
-add("gpulib.conv.tensorcore.prepare", Entry(
-    lambda r: dict(_conv_args(r, **TC_SHAPES), version="v2"),
-    lambda a: tc_conv.prepare(a["X"], a["W"], a["b"], a["padding"], a["stride"], version=a["version"]),
-    arrays=("X", "W", "b"), ints={"padding": 0, "stride": 1}, optional=("b",), choices=("version",),
-    tied={"X": (1,), "W": (1, 0), "b": (0,)}, speaks={"X": ("channel",), "b": ("filters",)}, launches=True))
+add("gpulib.conv.tensorcore.prepare", conv_entry(tc_conv.prepare, shapes=TC_SHAPES, keywords=dict(version="v2"),
+                                                    choices=("version",)))
 
 
 def _tc_launch_args(r, version="v2"):
@@ -429,11 +423,7 @@ add("gpulib.cnn.layers.avg_pool2d_backward", Entry(
     lambda a: layers.avg_pool2d_backward(a["dY"], a["input_shape"], a["size"]), arrays=("dY",), ints={"size": 1},
     tied={"dY": (0, 1, 2, 3)}, others={"input_shape": SHAPE_CASES}, speaks={"dY": ("input_shape",), "size": ("dY",),
                                                                             "input_shape": ("dY",)}, launches=True))
-add("gpulib.cnn.layers.conv2d_backward", Entry(
-    lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32)),
-    lambda a: layers.conv2d_backward(a["X"], a["W"], a["dY"], a["padding"], a["stride"]),
-    arrays=("X", "W", "dY"), ints={"padding": 0, "stride": 1}, tied={"X": (1,), "W": (0, 1), "dY": (1, 2, 3)},
-    speaks={"X": ("channel",), "dY": ("Y",)}, launches=True),
+add("gpulib.cnn.layers.conv2d_backward", backward_entry(layers.conv2d_backward),
     Entry(lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32), algorithm="gemm",
                          reduction="tree"),
           lambda a: layers.conv2d_backward(a["X"], a["W"], a["dY"], 1, 1, algorithm=a["algorithm"],
@@ -483,7 +473,8 @@ for _cls, _ctor_args in ((model.SmallCNN, dict(channels=3)), (book_model.BookCNN
               others={"algo": _algo_cases}, speaks={"algo": (_algo,)}))
     _m = lambda r, c=_cls, k=_ctor_args: dict(model=c(image_shape=(1, 8, 8), classes=4, **k), X=_images(r),  # noqa: E731
                                                labels=_labels(4, 4))
-    add(f"{_q}.forward", Entry(_m, lambda a: a["model"].forward(a["X"]), others={"X": _image_cases()}, launches=True))
+    add("gpulib.cnn.model.ImageClassifier.forward", Entry(_m, lambda a: a["model"].forward(a["X"]),
+                                                          others={"X": _image_cases()}, launches=True))
     add(f"{_q}.loss_and_grads", Entry(_m, lambda a: a["model"].loss_and_grads(a["X"], a["labels"]),
                                       others={"X": _image_cases(), "labels": LABEL_CASES}, launches=True))
     add("gpulib.cnn.model.ImageClassifier.predict", Entry(_m, lambda a: a["model"].predict(a["X"]),
@@ -952,15 +943,9 @@ add("gpulib.reference.numerical_grad", Entry(lambda r: dict(f=lambda: 0.0, x=r.s
                                              reals={"eps": "positive"},
                                              others={"f": [("None", None), ("a number", 3)], "x": [("None", None),
                                                                                                    ("a string", "x")]}))
-for _name in ("conv2d", "conv2d_magnitude"):
-    add(f"gpulib.reference.{_name}", _ref_entry(
-        lambda a, fn=getattr(reference, _name): fn(a["X"], a["W"], a["b"], a["padding"], a["stride"]), _conv_args,
-        ("X", "W", "b"), {"X": (1,), "W": (1, 0), "b": (0,)}, ints={"padding": 0, "stride": 1}, optional=("b",),
-        speaks={"X": ("channel",), "b": ("filters",)}))
-add("gpulib.reference.conv2d_backward", _ref_entry(
-    lambda a: reference.conv2d_backward(a["X"], a["W"], a["dY"], a["padding"], a["stride"]),
-    lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5))), ("X", "W", "dY"),
-    {"X": (1,), "W": (0, 1), "dY": (1, 2, 3)}, ints={"padding": 0, "stride": 1}, speaks={"X": ("channel",), "dY": ("Y",)}))
+for _fn in (reference.conv2d, reference.conv2d_magnitude):
+    add(_qualified(_fn), conv_entry(_fn, launches=False, numeric=("X", "W", "b")))
+add("gpulib.reference.conv2d_backward", backward_entry(reference.conv2d_backward, launches=False, numeric=("X", "W", "dY")))
 for _name in ("max_pool2d", "avg_pool2d"):
     add(f"gpulib.reference.{_name}", _ref_entry(lambda a, fn=getattr(reference, _name): fn(a["X"], a["size"]),
                                                 lambda r: dict(_arrays(r, X=(2, 3, 4, 4)), size=2), ("X",), {},
@@ -1085,12 +1070,11 @@ def accepted(variant: str) -> dict:
 
 
 # ---------------------------------------------------------------- keyword arguments: versions, tiles, switches
-def _keyword_entry(fn, extra: dict, *, ints=None, choices=(), others=None, optional=(), shapes=None, launches=True, speaks=None):
-    """``fn(X, W, b, 1, 1, **keywords)`` with the keyword arguments ``extra`` (their valid values) swept."""
-    return Entry(lambda r: dict(_conv_args(r, **(shapes or {})), **extra),
-                 lambda a: fn(a["X"], a["W"], a["b"], 1, 1, **{k: a[k] for k in extra}),
-                 ints=ints or {}, choices=choices, others=others or {}, optional=optional, launches=launches,
-                 speaks=speaks or {})
+def _keyword_entry(fn, extra: dict, *, ints=None, shapes=None, **kinds) -> Entry:
+    """A convolution with only its keyword arguments ``extra`` (their valid values) swept: the
+    arrays, padding and stride are conv_entry's own variant's."""
+    return conv_entry(fn, shapes=shapes, keywords=extra,
+                      **{"arrays": (), "ints": ints or {}, "optional": (), "tied": {}, "speaks": {}, **kinds})
 
 
 add("gpulib.conv.direct.conv2d_direct", _keyword_entry(
