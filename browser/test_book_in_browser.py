@@ -135,5 +135,5 @@ def test_notebook_runs_and_renders_in_the_browser(page, lab, name):
 
 
 def test_every_notebook_is_covered():
-    assert len(NOTEBOOKS) == len(list((ROOT / "book").glob("*.ipynb"))) + 1 >= 7
+    assert len(NOTEBOOKS) == len(list((ROOT / "book").glob("*.ipynb"))) + 1 >= 8
     assert Path(ROOT / "lab" / "overrides.json").exists()

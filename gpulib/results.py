@@ -23,3 +23,9 @@ def short_name(name: str) -> str:
     for long, short in _SHORT:
         name = name.replace(long, short)
     return name
+
+
+def is_part_of_call(name: str) -> bool:
+    """Whether a timed row is one part of a convolution (16.4's "im2col alone", "GEMM alone: ..."),
+    whose time as a share of a library's whole convolution would compare unlike work."""
+    return name.endswith(" alone") or " alone:" in name

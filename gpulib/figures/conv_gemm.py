@@ -4,7 +4,7 @@ stored results (gpulib/bench/conv_gemm.py measures them)."""
 from __future__ import annotations
 
 from gpulib.book_layers import describe
-from gpulib.results import ratio_text, short_name
+from gpulib.results import is_part_of_call, ratio_text, short_name
 
 
 def plot_speed(results: dict, measured_live: bool):
@@ -21,7 +21,7 @@ def plot_speed(results: dict, measured_live: bool):
         ms = [r["ms"] for r in rows]
         ax.barh([short_name(r["name"]) for r in rows], ms, color=[colour.get(r["kind"], "tab:blue") for r in rows])
         for i, r in enumerate(rows):
-            note = f"{library}의 {ratio_text(r['vs_library'])} 속도"
+            note = "합성곱의 한 부분" if is_part_of_call(r["name"]) else f"{library}의 {ratio_text(r['vs_library'])} 속도"
             rate = f"{r['tflops']:.1f} TFLOP/s, " if r.get("tflops") else ""
             ax.text(r["ms"] * 1.06, i, f"{r['ms']:.2f} ms, {rate}{note}", va="center", fontsize=7)
         ax.set_xscale("log")
