@@ -1,4 +1,4 @@
-"""16.5: the number formats of mixed precision, emulated bit for bit on the CPU.
+"""16.5: the number formats of mixed precision, emulated on the CPU to the size of their error.
 
     format  bits  exponent  mantissa  largest    smallest normal  used for
     fp32    32    8         23        3.4e38     1.2e-38          the default
@@ -7,8 +7,11 @@
     bf16    16    8          7        3.4e38     1.2e-38          tensor cores; fp32's range, fewer digits
 
 ``round_to`` rounds float32 values to a format (round to nearest, ties to even) and returns
-them as float32, so a NumPy float32 product of rounded operands is what a tensor core
-computes: rounded inputs, products exact, sums in fp32. ``gemm_errors`` uses that to put each
+them as float32, so a NumPy float32 product of rounded operands has the error of what a tensor
+core computes: rounded inputs, products exact, sums in fp32. It is not the same bits: a tensor
+core adds its products in its own order and width and does not round each partial sum as an
+IEEE fp32 addition does, and PTX's conversion to TF32 (``cvt.rna.tf32.f32``) rounds ties away from
+zero, not to even, so the emulation reproduces the size of the error, not its digits. ``gemm_errors`` uses that to put each
 format's error against a float64 reference side by side, on any machine; ``fp16_underflow``
 shows why fp16 training multiplies the loss by a scale factor before backpropagation.
 """

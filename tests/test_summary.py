@@ -165,6 +165,9 @@ def test_roofline_places_every_stored_kernel_under_its_roof():
     limits = roofline.datasheet(stored["conv_direct"]["device"])
     rows = roofline.book_kernels(stored["conv_direct"], stored["conv_gemm"], stored["cudnn_tensorcore"], limits)
     assert len(rows) > 15
+    names = " | ".join(r["name"] for r in rows)
+    for kernel in ("gemm v5", "GEMM v5 (wgmma", "GEMM v6", "GEMM v7", "conv v3", "conv v4", "Winograd F(4x4", "conv v2"):
+        assert kernel in names, f"{kernel} missing from the roofline 16.6 promises for every kernel"
     for r in rows:
         assert 0 < r["percent"] < 100, r
     assert roofline.limit(1.0, 67e12, 4.8e12) == 4.8e12

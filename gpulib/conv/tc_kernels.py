@@ -310,6 +310,8 @@ def tc_conv_tma_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width
     if t == 0:
         for s in range(V4_STAGES):
             tma.init(bars, s, 1)
+        tma.acquire(x_map)  # the maps were copied from the host: fence before TMA reads them
+        tma.acquire(w_map)
     tma.fence_init()
     cuda.syncthreads()
     if t == 0:

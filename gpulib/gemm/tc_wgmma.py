@@ -1,5 +1,10 @@
-"""16.5: the tensor-core GEMM ladder's warpgroup versions 5-7 (Hopper's wgmma, cp.async or TMA into
-a ring of swizzled shared-memory buffers), C [M, N] fp32 = A [M, K] · Bᵀ with Bᵀ given as [N, K].
+"""16.5b: the tensor-core GEMM ladder HGEMM's warpgroup versions 5-7 (Hopper's wgmma, cp.async or
+TMA into a ring of swizzled shared-memory buffers), C [M, N] fp32 = A [M, K] · Bᵀ with Bᵀ given as
+[N, K]. Both operands are read from shared memory, K-major: that is this book's choice, not the
+instruction's rule. wgmma's f16 and bf16 forms also take an M- or N-major operand from shared
+memory (the imm-trans-a and imm-trans-b flags) and may take A from registers; only its tf32, fp8
+and int8 forms need K-major operands (PTX ISA, "wgmma.mma_async"). Taking Bᵀ keeps one layout,
+one descriptor and one copy routine for A and B, and it is nn.Linear's weight as stored.
 Kernels and their configurations only: the launcher is gpulib/gemm/tensorcore.py."""
 
 from __future__ import annotations
@@ -160,6 +165,8 @@ def make_tc_gemm_v6(bn: int, stages: int, operands: str = "fp16"):
         if t == 0:
             for s in range(stages):
                 tma.init(bars, s, 1)  # one arrival per phase: the thread that asks for the tile
+            tma.acquire(a_map)  # the maps were copied from the host: fence before TMA reads them
+            tma.acquire(b_map)
         tma.fence_init()
         cuda.syncthreads()
         if t == 0:
@@ -254,6 +261,8 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
             for s in range(stages):
                 tma.init(full, s, 1)  # the producer's expect; then the bytes
                 tma.init(empty, s, 2)  # one arrival from each multiplying warpgroup
+            tma.acquire(a_map)  # thread 0 is the producer: the maps before TMA reads them
+            tma.acquire(b_map)
         tma.fence_init()
         cuda.syncthreads()  # the last block-wide barrier: from here on the roles meet only at mbarriers
         if role == 0:

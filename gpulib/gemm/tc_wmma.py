@@ -1,4 +1,4 @@
-"""16.5: the tensor-core GEMM ladder's WMMA versions 1-4 (warp-level 16x16x16 fragments), C = A·B
+"""16.5: the tensor-core GEMM ladder HGEMM's WMMA versions 1-4 (warp-level 16x16x16 fragments), C = A·B
 with A [M, K] and B [K, N] in fp16 (sizes multiples of 16), C in fp32. Kernels only: the launcher and
 what each version does are in gpulib/gemm/tensorcore.py."""
 

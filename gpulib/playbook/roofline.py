@@ -106,7 +106,9 @@ def memory_kernel(name: str, section: str, nbytes: float, ms: float, limits: dic
 
 
 def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, limits: dict) -> list[dict]:
-    """Every measured kernel of 16.3-16.5 (and the library next to it) placed under ``limits``."""
+    """Every measured kernel of 16.3-16.5b (and the library next to it) placed under ``limits``: the
+    direct and tiled convolutions, the SGEMM ladder, im2col, the implicit GEMMs, Winograd F(4x4), the
+    WMMA ladder HGEMM v1-v4 and tensor-core conv v1-v2, HGEMM v5-v7 and conv v3-v4 (wgmma)."""
     _limits(limits, "fp32")
     for name, stored, keys in (("conv_direct", conv_direct, ("layer", "rows")), ("conv_gemm", conv_gemm, ("gemm", "layer")),
                                ("cudnn_tensorcore", cudnn_tensorcore, ("tensor_cores",))):
@@ -147,6 +149,26 @@ def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, lim
         library = "cuDNN" in r["name"]
         rows.append(place(r["name"], "library" if library else "16.5", "fp16", layer_flop(L),
                           conv_bytes(L, 2, 2 if library else 4), r["ms"], limits))
+    f4 = cudnn_tensorcore.get("winograd_f4")
+    if f4:  # the direct convolution's FLOPs over its time: an effective rate (it multiplies 4x less)
+        rows.append(place("Winograd F(4x4, 3x3), whole call (effective rate)", "16.5", "fp32", layer_flop(f4["layer"]),
+                          conv_bytes(f4["layer"]), f4["event_ms"], limits))
+    wg = cudnn_tensorcore.get("wgmma")
+    if wg:  # HGEMM v5-v7: the fastest configuration of each at the first size; conv v3 and v4
+        first = wg["sizes"][0]
+        S = first["size"]
+        for version in ("v5", "v6", "v7"):
+            mine = [r for r in first["rows"] if f"GEMM {version} " in r["name"]]
+            if mine:
+                r = min(mine, key=lambda r: r["ms"])
+                rows.append(place(f"GEMM {S}³: {r['name']}", "16.5b", "fp16", 2.0 * S**3, gemm_bytes(S, 2, 4), r["ms"],
+                                  limits))
+        conv = wg["conv"]
+        for version, what in (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA boxes")):
+            rows.append(place(f"gpulib tensor-core conv {version} ({what}, NHWC, fp16)", "16.5b", "fp16",
+                              layer_flop(conv["layer"]), conv_bytes(conv["layer"], 2, 4), conv[f"{version}_ms"], limits))
+        rows.append(place(f"cuDNN's fastest plan ({conv['cudnn_best']['name'][:24]})", "library", "fp16",
+                          layer_flop(conv["layer"]), conv_bytes(conv["layer"], 2, 2), conv["cudnn_best"]["ms"], limits))
     return rows
 
 

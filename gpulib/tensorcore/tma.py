@@ -4,6 +4,7 @@ Numba. One thread asks the copy engine for a whole tile; the others wait on a ba
     bars = cuda.shared.array(STAGES, uint64)        # one 8-byte barrier per buffer
     if t == 0:
         tma.init(bars, s, 1)                        # one arrival (the thread that asks) per phase
+        tma.acquire(a_map)                          # the map, copied from the host, before TMA reads it
     tma.fence_init(); cuda.syncthreads()
     if t == 0:
         tma.expect(bars, s, nbytes)                 # arrive; the phase also waits for nbytes
@@ -37,6 +38,13 @@ __device__ unsigned gpulib_smem(unsigned long long p) {
 }
 extern "C" __device__ int gpulib_mbarrier_init(int* ret, unsigned long long bar, int count) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(gpulib_smem(bar)), "r"(count) : "memory");
+    return 0;
+}
+// The tensor map was written into global memory by a copy from the host (the generic proxy);
+// TMA reads it through the tensormap proxy. The CUDA Programming Guide requires this acquire
+// fence before a thread first uses such a map (a __grid_constant__ parameter would need none).
+extern "C" __device__ int gpulib_tensormap_acquire(int* ret, unsigned long long map) {
+    asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" :: "l"(map) : "memory");
     return 0;
 }
 extern "C" __device__ int gpulib_fence_barrier_init(int* ret) {
@@ -104,6 +112,7 @@ if ON_GPU:
     LINK = [cuda.CUSource(SOURCE)]
     _init = cuda.declare_device("gpulib_mbarrier_init", types.int32(uint64, types.int32))
     fence_init = cuda.declare_device("gpulib_fence_barrier_init", types.int32())
+    _acquire = cuda.declare_device("gpulib_tensormap_acquire", types.int32(uint64))
     _expect = cuda.declare_device("gpulib_mbarrier_expect", types.int32(uint64, types.int32))
     _wait = cuda.declare_device("gpulib_mbarrier_wait", types.int32(uint64, types.int32))
     _arrive = cuda.declare_device("gpulib_mbarrier_arrive", types.int32(uint64))
@@ -154,6 +163,13 @@ if ON_GPU:
     def init(bars, s, count):
         """Barrier ``s`` of the shared uint64 array expects ``count`` arrivals per phase."""
         _init(_at(bars, s), count)
+
+    @cuda.jit(device=True)
+    def acquire(tensor_map):
+        """(Each thread that asks TMA for boxes, once, before its first load.) Order the host's
+        copy of the map into global memory before TMA's reads of it: the map was written by the
+        generic proxy and is read by the tensormap proxy, which keep no order between them."""
+        _acquire(tensor_map.ctypes.data)
 
     @cuda.jit(device=True)
     def expect(bars, s, nbytes):
@@ -232,6 +248,11 @@ else:
 
     @cuda.jit(device=True)
     def fence_init():
+        pass
+
+    @cuda.jit(device=True)
+    def acquire(tensor_map):
+        """Emulation: the map is a Python object; nothing to order."""
         pass
 
     @cuda.jit(device=True)
