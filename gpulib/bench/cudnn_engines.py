@@ -17,6 +17,11 @@ from gpulib.env import on_gpu
 from gpulib.timing import benchmark
 
 
+# the numerical notes that say which algorithm an engine uses (cudnnBackendNumericalNote_t)
+NOTES = ("TENSOR_CORE", "DOWN_CONVERT_INPUTS", "FFT", "WINOGRAD", "WINOGRAD_TILE_4x4", "WINOGRAD_TILE_6x6",
+         "WINOGRAD_TILE_13x13")
+
+
 def available() -> str:
     """The cuDNN version the frontend talks to, or "" if the frontend or a GPU is missing."""
     if not on_gpu():
@@ -31,7 +36,8 @@ def available() -> str:
 
 def engines(X, W, padding: int, stride: int, half: bool = True, repeat: int = 10) -> list[dict]:
     """Every execution plan cuDNN offers for conv(X, W) (NCHW arrays, run channels_last in fp16,
-    or NCHW in fp32 with ``half=False``): name, workspace bytes, status, ms and relative error."""
+    or NCHW in fp32 with ``half=False``): name, workspace bytes, status, ms, relative error and the
+    plan's numerical notes (``NOTES``: which say FFT, Winograd and its tile, tensor cores)."""
     import cudnn
     import torch
     import torch.nn.functional as F
@@ -57,12 +63,27 @@ def engines(X, W, padding: int, stride: int, half: bool = True, repeat: int = 10
     graph.validate()
     graph.build_operation_graph()
     graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    names = [str(graph.get_plan_name_at_index(i)) for i in range(graph.get_execution_plan_count())]
+    notes = {name: [] for name in names}
+    # cuDNN tags each engine with numerical notes (FFT, WINOGRAD, ...) and the frontend can drop the
+    # plans that carry one: the names a filter removes are the plans with that note
+    for note in NOTES:
+        try:
+            graph.deselect_numeric_notes([getattr(cudnn.numerical_note, note)])
+            kept = {str(graph.get_plan_name_at_index(i)) for i in range(graph.get_execution_plan_count())}
+        except Exception:  # a frontend without this note or this filter: the plans keep no note
+            kept = set(names)
+        for name in names:
+            if name not in kept:
+                notes[name].append(note)
+        graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])  # every plan again
     graph.check_support()
     graph.build_plans(cudnn.build_plan_policy.ALL)
 
     rows = []
     for i in range(graph.get_execution_plan_count()):
-        row = dict(index=i, name=str(graph.get_plan_name_at_index(i)), status="ok", ms=None, rel_err=None,
+        name = str(graph.get_plan_name_at_index(i))
+        row = dict(index=i, name=name, status="ok", ms=None, rel_err=None, notes=notes.get(name, []),
                    workspace_bytes=int(graph.get_workspace_size_plan_at_index(i)))
         workspace = torch.empty(max(row["workspace_bytes"], 1), device="cuda", dtype=torch.uint8)
         pack = {tx: x, tw: w, ty: y}
@@ -86,9 +107,10 @@ def engines(X, W, padding: int, stride: int, half: bool = True, repeat: int = 10
 
 
 def table(rows: list[dict]) -> str:
-    lines = [f"  {'plan (cuDNN engine and knobs)':<52} {'ms':>8} {'workspace MB':>12} {'rel err':>8}  status"]
+    lines = [f"  {'plan (cuDNN engine and knobs)':<52} {'ms':>8} {'workspace MB':>12} {'rel err':>8}  status, notes"]
     for r in rows:
         ms = f"{r['ms']:8.3f}" if r["ms"] is not None else f"{'-':>8}"
         err = f"{r['rel_err']:8.1e}" if r["rel_err"] is not None else f"{'-':>8}"
-        lines.append(f"  {r['name'][:52]:<52} {ms} {r['workspace_bytes'] / 1e6:12.2f} {err}  {r['status']}")
+        notes = f", {'+'.join(r['notes'])}" if r.get("notes") else ""
+        lines.append(f"  {r['name'][:52]:<52} {ms} {r['workspace_bytes'] / 1e6:12.2f} {err}  {r['status']}{notes}")
     return "\n".join(lines)

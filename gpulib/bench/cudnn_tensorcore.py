@@ -123,8 +123,13 @@ def measure_cudnn_engines(repeat: int = 10) -> dict:
     if not version:
         return dict(version="", rows=[], note="the cuDNN frontend (pip install nvidia-cudnn-frontend) is not installed")
     X, W, _ = layer_inputs(LAYER)
+    five = next(L for title, L in LAYERS.items() if L["R"] == 5)  # the 5x5 layer, in fp32 as the auto-tuner ran it
+    X5, W5, _ = layer_inputs(five)
     return dict(version=version, layer=LAYER, dtype="fp16, channels_last",
-                rows=cudnn_engines.engines(X, W, LAYER["padding"], LAYER["stride"], half=True, repeat=repeat))
+                rows=cudnn_engines.engines(X, W, LAYER["padding"], LAYER["stride"], half=True, repeat=repeat),
+                five_by_five=dict(layer=five, dtype="fp32, NCHW",
+                                  rows=cudnn_engines.engines(X5, W5, five["padding"], five["stride"], half=False,
+                                                             repeat=repeat)))
 
 
 def measure_precision(repeat: int = 20) -> list[dict]:
@@ -294,6 +299,7 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         out.append(entry)
         A_dev = Bt_dev = cA = cBt = cC = None  # freed now (the timed lambdas hold them otherwise)
     conv = measure_wgmma_conv(repeat)
+    tile_cost = measure_tile_cost(repeat)
     kernels = {
         f"{version} {config}": dict(
             measuring.kernel_resources(kernel, threads), dynamic_shared_bytes=shared, sass=measuring.sass_mix(kernel, WGMMA_SASS)
@@ -315,7 +321,61 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         dynamic_shared_bytes=tc_conv.V4_SHARED,
         sass=measuring.sass_mix(tc_conv.tc_conv_tma_kernel, WGMMA_SASS),
     )
-    return dict(measuring.header(repeat), sizes=out, kernels=kernels, conv=conv)
+    return dict(measuring.header(repeat), sizes=out, kernels=kernels, conv=conv, tile_cost=tile_cost)
+
+
+TILE_COST_KS = (64, 256, 1024, 2048, 4096)
+TILE_COST_CONFIG = ("v6", "128x256, 4 stages")
+
+
+def waves(M: int, N: int, tile: tuple, sms: int) -> dict:
+    """How a grid of (M / tile rows) x (N / tile columns) blocks, one block per SM at a time, fills
+    ``sms`` SMs: tiles, waves (rounded up) and the share of the waves' SM slots that hold a tile."""
+    tiles = -(-M // tile[0]) * -(-N // tile[1])
+    count = -(-tiles // sms)
+    return dict(tiles=tiles, waves=count, filled=tiles / (count * sms))
+
+
+def measure_tile_cost(repeat: int = 20, M: int = 4096, Ks=TILE_COST_KS) -> dict:
+    """HGEMM v6 (128x256, 4 stages) at M = N = 4096 for several K, each row checked against float64:
+    the time of one wave against its number of 64-deep k-steps. A straight line's intercept is the
+    fixed cost of a tile (the pipeline's fill, the fp32 epilogue), its slope the cost of a step."""
+    import cupy
+
+    version, config = TILE_COST_CONFIG
+    rng = np.random.default_rng(17)
+    sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    fill = waves(M, M, (128, 256), sms)
+    rows = []
+    for K in Ks:
+        A = rng.standard_normal((M, K)).astype(np.float16)
+        Bt = rng.standard_normal((M, K)).astype(np.float16)
+        cA, cBt = cupy.asarray(A), cupy.asarray(Bt)
+        want = cupy.asnumpy(cA.astype(cupy.float64) @ cBt.astype(cupy.float64).T)
+        scale = float((cupy.abs(cA).astype(cupy.float64) @ cupy.abs(cBt).astype(cupy.float64).T).max())
+        A_dev, Bt_dev, C = cuda.to_device(A), cuda.to_device(Bt), poisoned((M, M))
+        row = measuring.checked_row(f"HGEMM {version} {config}, {M}x{M}x{K}",
+                                    lambda: tc_gemm.launch(A_dev, Bt_dev, C, version=version, config=config), want,
+                                    out=C, flop=2.0 * M * M * K, scale=scale, repeat=repeat)
+        rows.append(dict(row, K=K, steps=K // 64, wave_us=1000 * row["ms"] / fill["waves"]))
+        A_dev = Bt_dev = C = cA = cBt = None
+    steps = np.array([r["steps"] for r in rows], float)
+    wave_us = np.array([r["wave_us"] for r in rows])
+    slope, intercept = np.polyfit(steps, wave_us, 1)
+    return dict(M=M, config=f"{version} {config}", sms=sms, waves=fill, rows=rows,
+                step_us=float(slope), fixed_us=float(intercept))
+
+
+def tile_cost_table(r: dict) -> str:
+    w = r["waves"]
+    lines = [f"Fixed cost of a tile: {r['config']}, M = N = {r['M']}, {w['tiles']} tiles on {r['sms']} SMs = "
+             f"{w['waves']} waves, {w['filled']:.0%} of their SM slots filled"]
+    lines += [f"  K = {x['K']:>5} ({x['steps']:>3} k-steps): {x['ms']:.4f} ms, {x['wave_us']:6.2f} µs a wave"
+              for x in r["rows"]]
+    lines.append(f"  a wave = {r['fixed_us']:.1f} µs + {r['step_us']:.3f} µs per k-step (least squares); at K = 4096 "
+                 f"the fixed part is {r['fixed_us'] / (r['fixed_us'] + 64 * r['step_us']):.0%} of a wave, at K = 8192 "
+                 f"{r['fixed_us'] / (r['fixed_us'] + 128 * r['step_us']):.0%}")
+    return "\n".join(lines)
 
 
 def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
@@ -457,7 +517,7 @@ def winograd_f4_table(r: dict) -> str:
     lines = [
         f"Winograd F(4x4, 3x3) on the 16.3 layer ({r['device']}, {r['date']}), rel err {r['rel_err']:.1e}:",
         f"  whole call {r['event_ms']:.3f} ms (events), {r['wall_ms']:.3f} ms (wall); {r['cudnn']} "
-        f"{r['cudnn_ms']:.3f} ms ({r['cudnn_ms'] / r['event_ms']:.2f}x of our speed); implicit precomp GEMM "
+        f"{r['cudnn_ms']:.3f} ms (ours runs at {r['cudnn_ms'] / r['event_ms']:.2f}x cuDNN's speed); implicit precomp GEMM "
         f"{r['implicit_precomp_ms']:.3f} ms",
     ]
     lines += [f"  {k['step']:<32} {k['ms']:.4f} ms" for k in r["kernels"]]
@@ -476,6 +536,8 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return measure_winograd_f4(repeat)
     if part == "wgmma":
         return measure_wgmma(repeat)
+    if part == "cudnn_engines":
+        return dict(measuring.header(repeat), **measure_cudnn_engines(max(5, repeat // 2)))
     if part == "tensor_cores":
         return dict(measuring.header(repeat), **measure_tensor_cores(repeat))
     if part == "autotune":  # a list of layers: each carries the header
@@ -483,7 +545,7 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
         raise ValueError(
-            f"part must be 'tensor_cores', 'resources', 'autotune', 'winograd_f4' or 'wgmma' (the others are measured together "
+            f"part must be 'tensor_cores', 'resources', 'autotune', 'cudnn_engines', 'winograd_f4' or 'wgmma' (the others are measured together "
             f"by measure()), not {part!r}"
         )
     return measure_resources(repeat)
