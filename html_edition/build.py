@@ -37,6 +37,11 @@ def chapters() -> list[Path]:
     return sorted(BOOK.glob("*.ipynb"))
 
 
+def pages() -> list[Path]:
+    """The book's Markdown pages (the glossary), published beside the notebooks."""
+    return sorted(BOOK.glob("*.md"))
+
+
 def _children(model: dict) -> list[str]:
     return [c.removeprefix("IPY_MODEL_") for c in model["state"].get("children", [])]
 
@@ -128,7 +133,7 @@ def _korean_fonts() -> list[Path]:
 def book_characters() -> str:
     """Every character of the book's text (prose, code, outputs) and of the landing page."""
     text = (HERE / "index.md").read_text()
-    for path in chapters():
+    for path in chapters() + pages():
         text += path.read_text()  # the JSON escapes nothing: it was written with ensure_ascii=False
     printable = {chr(c) for c in range(0x20, 0x7F)}
     return "".join(sorted(set(text) | printable))
@@ -166,6 +171,8 @@ def stage(staging: Path) -> None:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     shutil.copy(HERE / "index.md", staging / "index.md")
+    for page in pages():
+        shutil.copy(page, staging / page.name)
     for path in chapters():
         nb = static_notebook(json.loads(path.read_text()))
         (staging / path.name).write_text(json.dumps(nb, ensure_ascii=False))

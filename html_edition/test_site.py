@@ -53,8 +53,12 @@ def _pictures(nb: dict) -> int:
 CHAPTERS = [p.name for p in build.chapters()]
 
 
-def test_the_book_has_six_chapters():
-    assert [name[:4] for name in CHAPTERS] == ["16_1", "16_2", "16_3", "16_4", "16_5", "16_6"]
+def test_the_book_has_six_sections_in_seven_notebooks_and_a_glossary(site):
+    assert [name.split("_")[0] + "_" + name.split("_")[1] for name in CHAPTERS] == [
+        "16_1", "16_2", "16_3", "16_4", "16_5", "16_5b", "16_6"]
+    glossary = site / "glossary.html"
+    assert glossary.exists() and "glossary.html" in (site / "index.html").read_text()
+    assert "쓰지 않는 말" in _text(glossary) and "local translation invariance" in _text(glossary)
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
