@@ -28,4 +28,6 @@ def short_name(name: str) -> str:
 def is_part_of_call(name: str) -> bool:
     """Whether a timed row is one part of a convolution (16.4's "im2col alone", "GEMM alone: ..."),
     whose time as a share of a library's whole convolution would compare unlike work."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a row's name (a str), not {type(name).__name__} {name!r:.40}")
     return name.endswith(" alone") or " alone:" in name

@@ -715,6 +715,12 @@ add("gpulib.source.source_of", Entry(lambda r: dict(obj=layers.relu), lambda a: 
                                      others={"obj": [("a built-in", len), ("a number", 3)]}))
 add("gpulib.results.ratio_text", Entry(lambda r: dict(v=1.5), lambda a: results.ratio_text(a["v"]), optional=("v",),
                                        reals={"v": "positive"}, speaks={"v": ("vs_library",)}))
+add("gpulib.results.is_part_of_call", Entry(lambda r: dict(name="im2col alone"),
+                                            lambda a: results.is_part_of_call(a["name"]),
+                                            others={"name": [("an int", 3), ("None", None)]}))
+add("gpulib.conv.direct.constant_group", Entry(lambda r: dict(C=3, R=3, S=3, KB=1),
+                                               lambda a: direct.constant_group(a["C"], a["R"], a["S"], a["KB"]),
+                                               ints={"C": 1, "R": 1, "S": 1, "KB": 1}))
 add("gpulib.results.short_name", Entry(lambda r: dict(name="NVIDIA H200"), lambda a: results.short_name(a["name"]),
                                        others={"name": [("an int", 3)]}))
 add("gpulib.precision.round_to", Entry(lambda r: dict(x=r.standard_normal(4), fmt="fp16"),
@@ -1024,6 +1030,7 @@ INTERNAL = {
     "gpulib.cnn.model.check_model_shape": "the CNNs' constructor check (swept through SmallCNN and BookCNN)",
     "gpulib.gemm.api.check_operands": "the GEMM launchers' check (swept through launch_v3/4/5 and library_matmul)",
     "gpulib.shapes.": "the shape rules and their checks, swept through every function that uses them",
+    "gpulib.conv.direct.conv2d_v3_kernel": "version 3's kernel factory, called by conv2d_direct after its checks (swept)",
 }
 
 

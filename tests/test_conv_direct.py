@@ -33,7 +33,7 @@ def make(case):
     return X, W, b
 
 
-LADDER = [("v1", 1), ("v2", 1), ("v2", 8)]  # (version, channels_per_block)
+LADDER = [("v1", 1), ("v2", 1), ("v2", 8), ("v3", 4)]  # (version, channels_per_block)
 
 
 @pytest.mark.parametrize("version, group", LADDER)
@@ -105,3 +105,22 @@ def test_the_registry_s_direct_entry_runs_either_version(rng, monkeypatch, versi
     Y = algorithms.ALGORITHMS["direct"].run(X, W, b, 1, 2, out=gpulib.poisoned((2, 5, 5, 4)))
     gpulib.validate(Y, ref.conv2d(X, W, b, 1, 2), scale=ref.conv2d_magnitude(X, W, b, 1, 2).max(), name=version)
     assert algorithms.ALGORITHMS["direct"].label == "direct (v2; sim: v1)"  # the version it runs, here and there
+
+
+def test_version_3_splits_filters_that_do_not_fit_constant_memory(rng, monkeypatch):
+    """With room for 250 bytes of filters, two 3·3·3 float32 filters (108 bytes each) fit a kernel,
+    so K = 5 runs as three kernels (2 + 2 + 1 filters, the last padded with a zero filter that is
+    never stored), the same arithmetic as 60 KB and real layers."""
+    from gpulib.conv import direct
+
+    with pytest.raises(ValueError, match="more than its 61440"):
+        direct.constant_group(2048, 3, 3, 1)  # 73,728 bytes: not even one filter fits
+    assert direct.constant_group(64, 3, 3, 16) == 16  # the 16.3 layer: 26 filters fit, kept a multiple of 16
+    monkeypatch.setattr(direct, "CONSTANT_BYTES", 250)
+    X = rng.standard_normal((1, 3, 6, 7)).astype(np.float32)
+    W = rng.standard_normal((5, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(5).astype(np.float32)
+    assert direct.constant_group(3, 3, 3, 1) == 2
+    out = gpulib.poisoned((1, 5, 6, 7))
+    conv2d(X, W, b, 1, version="v3", channels_per_block=1, tile=4, out=out)
+    gpulib.validate(out, ref.conv2d(X, W, b, 1), scale=ref.conv2d_magnitude(X, W, b, 1).max(), name="v3")

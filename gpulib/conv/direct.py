@@ -3,11 +3,15 @@
     version 1  one thread per output element Y[n, k, y, x], the chapter's mapping
     version 2  shared-memory tiling: a TILE×TILE output tile for ``channels_per_block`` output
                channels, each input tile (with its halo) and the group's filters loaded once
+    version 3  version 2 with the filters in constant memory instead of shared memory: every
+               thread of a block reads the same filter value at once, which the constant cache
+               broadcasts; the filters are compiled into the kernel, a group of output channels
+               per kernel that fits constant memory's 64 KB
 
 Layouts: X [N, C, H, W], W [K, C, R, S], b [K], Y [N, K, H', W'], all float32, C-contiguous.
 ``conv2d_direct`` checks its inputs and launches one of them (``default_version``: 2 on a GPU,
-1 on the simulator); version 2 is compiled once per (R, S, stride, channels_per_block). 16.3's
-notebook explains and measures both. What must stay true: every output element written once.
+1 on the simulator); version 2 is compiled once per (R, S, stride, channels_per_block), version 3
+once per group of filters. 16.3's notebook explains and measures them. What must stay true: every output element written once.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from gpulib.shapes import bias_or_zeros, check_conv_inputs
 
 TILE = 16  # output tile edge of version 2 (a 16×16 thread block)
 CHANNELS_PER_BLOCK = 16  # version 2's default group (fastest measured: benchmarks/results/)
-VERSIONS = ("v1", "v2")
+VERSIONS = ("v1", "v2", "v3")
+CONSTANT_BYTES = 60 * 1024  # of constant memory's 64 KB, what one kernel's filters may take
 
 
 # ------------------------------------------------------------------ version 1
@@ -111,6 +116,80 @@ def conv2d_v2_kernel(R: int, S: int, stride: int, KB: int, TILE: int = TILE,
     return conv2d_v2
 
 
+# ------------------------------------------------------------------ version 3
+def constant_group(C: int, R: int, S: int, KB: int) -> int:
+    """Output channels whose filters one version-3 kernel holds in constant memory: the largest
+    multiple of KB whose C·R·S float32 filters fit ``CONSTANT_BYTES`` (ValueError if not even KB
+    channels fit)."""
+    C, R, S, KB = (require_int(v, name, 1) for v, name in ((C, "C"), (R, "R"), (S, "S"), (KB, "KB")))
+    per_channel = 4 * C * R * S
+    fit = CONSTANT_BYTES // per_channel // KB * KB
+    if fit < KB:
+        raise ValueError(f"version 3 keeps W in constant memory: {KB} filters of C·R·S = {C}·{R}·{S} float32 values "
+                         f"take {KB * per_channel} bytes, more than its {CONSTANT_BYTES}; use version 2")
+    return fit
+
+
+_CONSTANT_KERNELS: dict = {}
+
+
+def conv2d_v3_kernel(W_group, stride: int, KB: int, TILE: int = TILE):
+    """Version 3 for the filters ``W_group`` [KG, C, R, S] (host float32, KG a multiple of KB),
+    compiled into the kernel as constant memory; one kernel per distinct filter group (cached by
+    its bytes: a training step that changes W compiles again, which is why only inference-like
+    use fits it)."""
+    import numpy as np
+
+    W_group = np.ascontiguousarray(W_group, dtype=np.float32)
+    key = (W_group.shape, W_group.tobytes(), stride, KB, TILE)
+    if key in _CONSTANT_KERNELS:
+        return _CONSTANT_KERNELS[key]
+    KG, C, R, S = W_group.shape
+    IN_H = (TILE - 1) * stride + R
+    IN_W = (TILE - 1) * stride + S
+
+    @cuda.jit
+    def conv2d_v3(X, k_first, b, Y, padding):
+        Wc = cuda.const.array_like(W_group)  # constant memory: the same address for the whole block
+        tile = cuda.shared.array((IN_H, IN_W), float32)
+        acc = cuda.local.array(KB, float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        K = Y.shape[1]
+        groups = KG // KB
+        for plane in range(cuda.blockIdx.z, Y.shape[0] * groups, cuda.gridDim.z):
+            n = plane // groups
+            g0 = (plane % groups) * KB  # first filter of this block's group within W_group
+            y = cuda.blockIdx.y * TILE + ty
+            x = cuda.blockIdx.x * TILE + tx
+            row0 = cuda.blockIdx.y * TILE * stride - padding
+            col0 = cuda.blockIdx.x * TILE * stride - padding
+            H, Wd = X.shape[2], X.shape[3]
+            for kk in range(KB):
+                acc[kk] = float32(0.0)
+            for c in range(C):
+                for i in range(ty, IN_H, TILE):
+                    for j in range(tx, IN_W, TILE):
+                        iy = row0 + i
+                        ix = col0 + j
+                        inside = 0 <= iy < H and 0 <= ix < Wd
+                        tile[i, j] = X[n, c, iy, ix] if inside else float32(0.0)
+                cuda.syncthreads()
+                for r in range(R):
+                    for s in range(S):
+                        v = tile[ty * stride + r, tx * stride + s]
+                        for kk in range(KB):
+                            acc[kk] += Wc[g0 + kk, c, r, s] * v  # one constant read, broadcast
+                cuda.syncthreads()
+            if y < Y.shape[2] and x < Y.shape[3]:
+                for kk in range(KB):
+                    k = k_first + g0 + kk
+                    if k < K:
+                        Y[n, k, y, x] = acc[kk] + b[k]
+
+    _CONSTANT_KERNELS[key] = conv2d_v3
+    return conv2d_v3
+
+
 # ------------------------------------------------------------------ wrapper
 def default_version() -> str:
     """The version a caller gets without asking: version 2 (the fastest) on a GPU, version 1 on
@@ -139,9 +218,24 @@ def conv2d_direct(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, 
     if version == "v1":
         bx, by = block_edge(Wo, TILE), block_edge(Ho, TILE)  # no idle threads on small images
         conv2d_v1_kernel[(blocks(Wo, bx), blocks(Ho, by), min(N * K, MAX_GRID_Z)), (bx, by)](X, W, b, Y, padding, stride)
-    else:
+    elif version == "v2":
         channels_per_block = min(int(channels_per_block), K)  # a group larger than K only idles
         groups = blocks(K, channels_per_block)
         kernel = conv2d_v2_kernel(R, S, stride, channels_per_block, int(tile))
         kernel[(blocks(Wo, tile), blocks(Ho, tile), min(N * groups, MAX_GRID_Z)), (tile, tile)](X, W, b, Y, padding)
+    else:
+        import numpy as np
+
+        KB = min(int(channels_per_block), K)
+        C = W.shape[1]
+        fit = constant_group(C, R, S, KB)
+        W_host = W.copy_to_host() if hasattr(W, "copy_to_host") else np.asarray(W)
+        for k0 in range(0, K, fit):  # one kernel (and one launch) per group of filters that fits
+            part = W_host[k0:k0 + fit]
+            if part.shape[0] % KB:  # the last group: zero filters up to a multiple of KB, never stored
+                part = np.concatenate([part, np.zeros((KB - part.shape[0] % KB, C, R, S), np.float32)])
+            kernel = conv2d_v3_kernel(part, stride, KB, int(tile))
+            groups = part.shape[0] // KB
+            kernel[(blocks(Wo, tile), blocks(Ho, tile), min(N * groups, MAX_GRID_Z)), (tile, tile)](
+                X, k0, b, Y, padding)
     return Y
