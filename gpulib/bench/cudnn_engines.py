@@ -16,7 +16,6 @@ import numpy as np
 from gpulib.env import on_gpu
 from gpulib.timing import benchmark
 
-
 # the numerical notes that say which algorithm an engine uses (cudnnBackendNumericalNote_t)
 NOTES = ("TENSOR_CORE", "DOWN_CONVERT_INPUTS", "FFT", "WINOGRAD", "WINOGRAD_TILE_4x4", "WINOGRAD_TILE_6x6",
          "WINOGRAD_TILE_13x13")

@@ -545,7 +545,8 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
         raise ValueError(
-            f"part must be 'tensor_cores', 'resources', 'autotune', 'cudnn_engines', 'winograd_f4' or 'wgmma' (the others are measured together "
+            f"part must be 'tensor_cores', 'resources', 'autotune', 'cudnn_engines', 'winograd_f4' or 'wgmma' "
+            f"(the others are measured together "
             f"by measure()), not {part!r}"
         )
     return measure_resources(repeat)

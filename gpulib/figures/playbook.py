@@ -6,8 +6,8 @@ import numpy as np
 
 from gpulib.playbook import roofline
 
-SECTION_COLORS = {"16.1": "#4C72B0", "16.2": "#DD8452", "16.3": "#55A868", "16.4": "#C44E52", "16.5": "#8172B3", "16.5b": "#B07AA1",
-                  "16.6": "#937860", "library": "#333333", "": "#999999"}
+SECTION_COLORS = {"16.1": "#4C72B0", "16.2": "#DD8452", "16.3": "#55A868", "16.4": "#C44E52", "16.5": "#8172B3",
+                  "16.5b": "#B07AA1", "16.6": "#937860", "library": "#333333", "": "#999999"}
 
 
 def plot_breakdown(breakdowns: list[dict]):
