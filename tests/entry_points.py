@@ -28,7 +28,7 @@ from gpulib.gemm import kernels as gemm_kernels
 from gpulib.gemm import tensorcore as tc_gemm
 from gpulib.mlp import layers as mlp_layers
 from gpulib.mlp import model as mlp_model
-from gpulib.playbook import memory, patterns, profile, replay, roofline
+from gpulib.playbook import correctness, memory, patterns, profile, replay, roofline
 from gpulib.reductions import softmax
 from gpulib.tensorcore import layout, smem_layout, tma, wgmma, wgmma_model
 
@@ -721,6 +721,15 @@ add("gpulib.results.is_part_of_call", Entry(lambda r: dict(name="im2col alone"),
 add("gpulib.conv.direct.constant_group", Entry(lambda r: dict(C=3, R=3, S=3, KB=1),
                                                lambda a: direct.constant_group(a["C"], a["R"], a["S"], a["KB"]),
                                                ints={"C": 1, "R": 1, "S": 1, "KB": 1}))
+add("gpulib.playbook.correctness.run", Entry(lambda r: dict(name="memcheck", timeout=60),
+                                             lambda a: correctness.run(a["name"], a["timeout"]), choices=("name",),
+                                             ints={"timeout": 1}, gpu_only="the tools watch a real GPU"))
+add("gpulib.playbook.correctness.tool_path", Entry(lambda r: dict(tool="memcheck"),
+                                                   lambda a: correctness.tool_path(a["tool"]), choices=("tool",)))
+add("gpulib.playbook.correctness.first_nonfinite", Entry(
+    lambda r: dict(named=[("X", r.standard_normal(3)), ("Y", np.array([1.0, np.nan]))]),
+    lambda a: correctness.first_nonfinite(a["named"]),
+    others={"named": [("None", None), ("a string", "X"), ("pairs of three", [("X", 1, 2)])]}))
 add("gpulib.results.short_name", Entry(lambda r: dict(name="NVIDIA H200"), lambda a: results.short_name(a["name"]),
                                        others={"name": [("an int", 3)]}))
 add("gpulib.precision.round_to", Entry(lambda r: dict(x=r.standard_normal(4), fmt="fp16"),
