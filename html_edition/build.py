@@ -37,6 +37,33 @@ def chapters() -> list[Path]:
     return sorted(BOOK.glob("*.ipynb"))
 
 
+GPU_BOOK = ROOT / "book_gpu"
+
+
+def _cells(path: Path) -> list[tuple[str, str]]:
+    return [(c["cell_type"], "".join(c["source"])) for c in json.loads(path.read_text())["cells"]]
+
+
+def source(path: Path) -> tuple[Path, dict | None]:
+    """Where a chapter's page takes its outputs from: the notebook executed on a GPU
+    (book_gpu/, with its device and date) when one is stored and has the book's cells, as d2l
+    builds its pages from GPU runs; else the book's own notebook (the simulator's outputs)."""
+    manifest_path = GPU_BOOK / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    gpu = GPU_BOOK / path.name
+    if path.name in manifest and gpu.exists() and _cells(gpu) == _cells(path):
+        return gpu, manifest[path.name]
+    return path, None
+
+
+def provenance_cell(run: dict | None) -> dict:
+    """A note under the page's title saying where its outputs come from."""
+    text = (f"이 페이지의 실행 결과는 **{run['device']}** 에서 {run['date']}에 전체 크기로 실행한 것이다."
+            if run else "이 페이지의 실행 결과는 GPU가 없는 기계의 CUDA 시뮬레이터에서 줄인 크기로 실행한 것이다. "
+            "GPU에서 잰 시간과 결과는 본문의 표와 그림이 저장된 측정값으로 보여 준다.")
+    return {"cell_type": "markdown", "metadata": {}, "source": f"> {text}"}
+
+
 def pages() -> list[Path]:
     """The book's Markdown pages (the glossary), published beside the notebooks."""
     return sorted(BOOK.glob("*.md"))
@@ -133,7 +160,7 @@ def _korean_fonts() -> list[Path]:
 def book_characters() -> str:
     """Every character of the book's text (prose, code, outputs) and of the landing page."""
     text = (HERE / "index.md").read_text()
-    for path in chapters() + pages():
+    for path in chapters() + pages() + sorted(GPU_BOOK.glob("*.ipynb")):
         text += path.read_text()  # the JSON escapes nothing: it was written with ensure_ascii=False
     printable = {chr(c) for c in range(0x20, 0x7F)}
     return "".join(sorted(set(text) | printable))
@@ -174,7 +201,9 @@ def stage(staging: Path) -> None:
     for page in pages():
         shutil.copy(page, staging / page.name)
     for path in chapters():
-        nb = static_notebook(json.loads(path.read_text()))
+        where, run = source(path)
+        nb = static_notebook(json.loads(where.read_text()))
+        nb["cells"].insert(1, provenance_cell(run))
         (staging / path.name).write_text(json.dumps(nb, ensure_ascii=False))
     assets = staging.parent / (staging.name + "-assets")  # beside the sources: Sphinx copies, never parses it
     if assets.exists():

@@ -66,9 +66,12 @@ def test_each_chapter_page_carries_its_korean_prose(site, name):
     page = site / name.replace(".ipynb", ".html")
     assert page.exists(), f"no page for {name}"
     text = _text(page)
-    nb = _notebook(build.BOOK / name)
+    nb = _notebook(build.source(build.BOOK / name)[0])
     title = "".join(nb["cells"][0]["source"]).splitlines()[0].lstrip("# ").strip()
     assert title in text, f"{name}: the title {title!r} is not on its page"
+    run = build.source(build.BOOK / name)[1]  # the GPU execution the page shows, or None (the simulator's)
+    assert (f"{run['device']} 에서 {run['date']}" if run else "CUDA 시뮬레이터에서 줄인 크기로") in text, (
+        f"{name}: the page does not say where its outputs come from")
     phrases = []  # one Korean passage per markdown cell, from within one line
     for cell in nb["cells"]:
         found = [HANGUL_PHRASE.search(line) for line in cell["source"]] if cell["cell_type"] == "markdown" else []
@@ -84,11 +87,11 @@ def test_each_chapter_page_shows_every_figure_and_widget_picture(site, name):
     page = site / name.replace(".ipynb", ".html")
     sources = re.findall(r'<img[^>]*\bsrc="([^"]+)"', page.read_text())
     images = [s for s in sources if s.startswith("_images/")]
-    assert len(images) == _pictures(_notebook(build.BOOK / name)), (name, len(images))
+    assert len(images) == _pictures(_notebook(build.source(build.BOOK / name)[0])), (name, len(images))
     for src in images:
         data = (site / src).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 1000, src
-    views = sum(build.WIDGET_VIEW in o.get("data", {}) for c in _notebook(build.BOOK / name)["cells"]
+    views = sum(build.WIDGET_VIEW in o.get("data", {}) for c in _notebook(build.source(build.BOOK / name)[0])["cells"]
                 if c["cell_type"] == "code" for o in c["outputs"])
     assert page.read_text().count('class="static-widget-note"') == views
     assert "widget-view+json" not in page.read_text()
