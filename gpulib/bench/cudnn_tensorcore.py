@@ -646,6 +646,8 @@ def table(results: dict, parts=PARTS) -> str:
         lines += winograd_f4_table(results["winograd_f4"]).splitlines()
     if "wgmma" in parts and "wgmma" in results:
         lines += wgmma_table(results["wgmma"]).splitlines()
+        if "tile_cost" in results["wgmma"]:
+            lines += tile_cost_table(results["wgmma"]["tile_cost"]).splitlines()
     return "\n".join(lines)
 
 
