@@ -190,7 +190,8 @@ def run(name: str, timeout: int = 240) -> dict:
             _child(program, env, prefix, timeout)
             stats = subprocess.run([exe, "stats", "--report", "cuda_api_sum,cuda_gpu_kern_sum", "--format", "table",
                                     rep + ".nsys-rep"], capture_output=True, text=True, timeout=timeout)
-            out["command"] = "nsys profile --trace=cuda -o step python planted.py; nsys stats --report cuda_api_sum,cuda_gpu_kern_sum step.nsys-rep"
+            out["command"] = ("nsys profile --trace=cuda -o step python planted.py; "
+                              "nsys stats --report cuda_api_sum,cuda_gpu_kern_sum step.nsys-rep")
             out["report"] = _trim(stats.stdout + stats.stderr, 40)
         return out
     out["command"] = f"compute-sanitizer --tool {tool} python planted.py"
