@@ -11,7 +11,7 @@ cnn, mlp, reductions); gemm; tensorcore (instructions only); the base modules of
 """
 
 # the backend is chosen (gpulib.env) before anything imports numba.cuda
-from gpulib.env import BACKEND, BACKEND_CHOICE, cuda, on_gpu, on_simulator, report, setup_book, sized  # isort: skip
+from gpulib.env import BACKEND, BACKEND_CHOICE, cuda, device_name, on_gpu, on_simulator, report, setup_book, sized  # isort: skip
 from gpulib.check import ValidationError, poisoned, validate
 from gpulib.source import show
 from gpulib.timing import benchmark
@@ -22,6 +22,7 @@ __all__ = [
     "ValidationError",
     "benchmark",
     "cuda",
+    "device_name",
     "on_gpu",
     "on_simulator",
     "poisoned",

@@ -24,7 +24,8 @@ def test_every_stored_gpu_notebook_is_the_book_s_notebook_as_it_is_now():
         assert book.exists(), f"book_gpu/{path.name} has no notebook in book/"
         assert store_gpu_book.sources(path) == store_gpu_book.sources(book), (
             f"book_gpu/{path.name} is stale: its cells differ from book/{path.name}. Re-execute it on a GPU "
-            f"(tools/device_run.sh, then tools/store_gpu_book.py) or delete it (the HTML edition then shows the "
+            f"(tools/device_run.sh, then tools/store_gpu_book.py; after a change of prose only, "
+            f"tools/store_gpu_book.py --markdown-only) or delete it (the HTML edition then shows the "
             f"simulator's outputs)")
         assert not store_gpu_book.errors(path), f"book_gpu/{path.name} stored an error"
         assert manifest[path.name]["device"].startswith("NVIDIA") and manifest[path.name]["date"][:2] == "20"

@@ -41,22 +41,32 @@ def measure(layer=LAYER, ladder=LADDER, repeat: int = 20) -> dict:
     rows.append(measuring.checked_row(library, run, want, flop=total, scale=scale, repeat=repeat, version="cudnn",
                               channels_per_block=None))
     return dict(measuring.header(repeat), layer=layer, gflop=total / 1e9, reference=ref_name, library=library,
-                rows=measuring.with_ratio(rows, rows[-1]["ms"]), resources=resources(layer, W),
+                rows=measuring.with_ratio(rows, rows[-1]["ms"]), resources=resources(layer, X_dev, W_dev, b_dev),
                 stride_2=measure_stride_2(repeat))
 
 
-def resources(layer: dict, W) -> dict:
+def resources(layer: dict, X, W, b) -> dict:
     """What the compiler gave each version's kernel as the ladder ran it: registers and shared
-    memory per thread and block, the blocks an SM holds, and the instruction mix (static SASS)."""
-    R, S, stride = layer["R"], layer["S"], layer["stride"]
+    memory per thread and block, the blocks an SM holds, and the instruction mix (static SASS).
+    Each version is launched once here first, with the arguments the ladder gives it, so that the
+    kernel read is the one compiled for this layer."""
+    R, S, stride, p = layer["R"], layer["S"], layer["stride"], layer["padding"]
+    for version, group in (("v1", 1), ("v2", 1), ("v2", 16), ("v3", 16)):
+        conv2d_direct(X, W, b, p, stride, version=version, channels_per_block=group)
+    cuda.synchronize()
     kernels = {"v1": (direct.conv2d_v1_kernel, 256)}
     for KB in (1, 16):
-        kernels[f"v2 KB={KB}"] = (direct.conv2d_v2_kernel(R, S, stride, KB), direct.TILE**2)
+        kernels[f"v2 KB={KB}"] = (direct.conv2d_v2_kernel(R, S, stride, KB, int(direct.TILE)), direct.TILE**2)
+    W_host = W.copy_to_host() if hasattr(W, "copy_to_host") else W
     fit = direct.constant_group(layer["C"], R, S, 16)
-    kernels["v3 KB=16"] = (direct.conv2d_v3_kernel(W[:fit], stride, 16), direct.TILE**2)
+    kernels["v3 KB=16"] = (direct.conv2d_v3_kernel(W_host[:fit], stride, 16, int(direct.TILE)), direct.TILE**2)
     out = {}
     for name, (kernel, threads) in kernels.items():
-        row = measuring.kernel_resources(kernel, threads)
+        try:
+            row = measuring.kernel_resources(kernel, threads)
+        except ValueError as e:  # not one compiled specialization: say so, keep the others
+            out[name] = dict(error=str(e))
+            continue
         try:
             row["sass"] = measuring.sass_mix(kernel, ("FFMA", "LDG", "LDS", "LDC", "BAR", "all"))
         except Exception as e:  # nvdisasm missing: the resources still stand
@@ -97,6 +107,9 @@ def table(results: dict) -> str:
             f"checked against {results['reference']}")
     lines = [head] + measuring.rows_table(results["rows"], "cuDNN", width=60, indent="")
     for name, k in results.get("resources", {}).items():
+        if "error" in k:
+            lines.append(f"  {name:<9} {k['error']}")
+            continue
         mix = ", ".join(f"{op} {n}" for op, n in k.get("sass", {}).items()) or k.get("sass_error", "")
         lines.append(f"  {name:<9} {k['registers']:>3} registers, {k['shared_bytes']:>5} B shared, "
                      f"{k['blocks_per_sm']} blocks/SM ({k['blocks_per_sm'] * k['threads'] // 32} warps); SASS: {mix}")

@@ -52,30 +52,24 @@ def engines(X, W, padding: int, stride: int, half: bool = True, repeat: int = 10
 
     handle = cudnn.create_handle()
     cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream().cuda_stream)
-    graph = cudnn.pygraph(io_data_type=io_type, intermediate_data_type=cudnn.data_type.FLOAT,
-                          compute_data_type=cudnn.data_type.FLOAT, handle=handle)
-    tx = graph.tensor(name="X", dim=list(x.size()), stride=list(x.stride()), data_type=io_type)
-    tw = graph.tensor(name="W", dim=list(w.size()), stride=list(w.stride()), data_type=io_type)
-    ty = graph.conv_fprop(image=tx, weight=tw, padding=[padding, padding], stride=[stride, stride],
-                          dilation=[1, 1])
-    ty.set_output(True).set_data_type(io_type).set_stride(list(y.stride()))
-    graph.validate()
-    graph.build_operation_graph()
-    graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-    names = [str(graph.get_plan_name_at_index(i)) for i in range(graph.get_execution_plan_count())]
-    notes = {name: [] for name in names}
-    # cuDNN tags each engine with numerical notes (FFT, WINOGRAD, ...) and the frontend can drop the
-    # plans that carry one: the names a filter removes are the plans with that note
-    for note in NOTES:
-        try:
-            graph.deselect_numeric_notes([getattr(cudnn.numerical_note, note)])
-            kept = {str(graph.get_plan_name_at_index(i)) for i in range(graph.get_execution_plan_count())}
-        except Exception:  # a frontend without this note or this filter: the plans keep no note
-            kept = set(names)
-        for name in names:
-            if name not in kept:
-                notes[name].append(note)
-        graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])  # every plan again
+
+    def planned_graph():
+        """The convolution as a cuDNN graph with every plan the heuristics offer (not yet built);
+        the frontend plans a graph once, so each note filter below takes a fresh one."""
+        graph = cudnn.pygraph(io_data_type=io_type, intermediate_data_type=cudnn.data_type.FLOAT,
+                              compute_data_type=cudnn.data_type.FLOAT, handle=handle)
+        tx = graph.tensor(name="X", dim=list(x.size()), stride=list(x.stride()), data_type=io_type)
+        tw = graph.tensor(name="W", dim=list(w.size()), stride=list(w.stride()), data_type=io_type)
+        ty = graph.conv_fprop(image=tx, weight=tw, padding=[padding, padding], stride=[stride, stride],
+                              dilation=[1, 1])
+        ty.set_output(True).set_data_type(io_type).set_stride(list(y.stride()))
+        graph.validate()
+        graph.build_operation_graph()
+        graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        return graph, tx, tw, ty
+
+    graph, tx, tw, ty = planned_graph()
+    notes = plan_notes(planned_graph, cudnn)
     graph.check_support()
     graph.build_plans(cudnn.build_plan_policy.ALL)
 
@@ -103,6 +97,29 @@ def engines(X, W, padding: int, stride: int, half: bool = True, repeat: int = 10
             row["ms"] = benchmark(run, repeat=repeat, label=row["name"]).median_ms
         rows.append(row)
     return sorted(rows, key=lambda r: (r["ms"] is None, r["ms"] or 0.0))
+
+
+def plan_notes(planned_graph, cudnn) -> dict[str, list[str]]:
+    """Each plan's numerical notes (``NOTES``), by plan name. The frontend does not list a plan's
+    numerical notes, but it can bar the plans that carry one (``deselect_numeric_notes``), and a
+    barred plan refuses to build: a plan that refuses on a fresh graph with one note deselected
+    carries that note. A frontend without a note or a filter leaves the plans without it."""
+    notes: dict[str, list[str]] = {}
+    for note in NOTES:
+        if not hasattr(cudnn.numerical_note, note):
+            continue
+        graph = planned_graph()[0]
+        graph.deselect_numeric_notes([getattr(cudnn.numerical_note, note)])
+        for i in range(graph.get_execution_plan_count()):
+            name = str(graph.get_plan_name_at_index(i))
+            notes.setdefault(name, [])
+            try:
+                graph.build_plan_at_index(i)
+            except Exception as e:  # barred by the filter, or a plan that cannot build at all
+                message = str(e)
+                if ("Deselecting execution plan" in message and "with name" not in message) or "note filter" in message:
+                    notes[name].append(note)
+    return notes
 
 
 def table(rows: list[dict]) -> str:

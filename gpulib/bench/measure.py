@@ -230,6 +230,17 @@ def load(path: Path) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def stored_or_measured(bench, measure=None) -> tuple[dict | None, bool]:
+    """What a notebook shows of a benchmark module ``bench``: measured now (``measure()``, by
+    default ``bench.measure()``) on a GPU whose model has no stored results yet, else the stored
+    results (this GPU's model measured them earlier, or there is no GPU here); None when neither.
+    The second value says whether it was measured now."""
+    stored = load(bench.RESULTS) if Path(bench.RESULTS).exists() else None
+    if on_gpu() and (stored is None or stored.get("device") != device_name()):
+        return (measure or bench.measure)(), True
+    return stored, False
+
+
 def save(results: dict, path: Path) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")

@@ -1,4 +1,4 @@
-"""The book executed on a GPU, kept beside it (book_gpu/: each notebook with the device and date
+"""16.1-16.6, every chapter: the book executed on a GPU, kept beside it (book_gpu/: each notebook with the device and date
 that ran it, book_gpu/manifest.json), and a cell's stored GPU outputs shown next to the
 simulator's: where the simulator's small run would mislead (a model trained for two steps, a
 confusion matrix that never predicts some digit), a reader sees what the same cell did on a GPU.
