@@ -536,6 +536,8 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return measure_winograd_f4(repeat)
     if part == "wgmma":
         return measure_wgmma(repeat)
+    if part == "tile_cost":  # also inside "wgmma"; alone, it leaves a stored ladder as it was
+        return dict(measuring.header(repeat), **measure_tile_cost(repeat))
     if part == "cudnn_engines":
         return dict(measuring.header(repeat), **measure_cudnn_engines(max(5, repeat // 2)))
     if part == "tensor_cores":
@@ -545,7 +547,8 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return [dict(layer, measured=header) for layer in measure_autotune(repeat=max(5, repeat // 2))]
     if part != "resources":
         raise ValueError(
-            f"part must be 'tensor_cores', 'resources', 'autotune', 'cudnn_engines', 'winograd_f4' or 'wgmma' "
+            f"part must be 'tensor_cores', 'resources', 'autotune', 'cudnn_engines', 'winograd_f4', 'wgmma' or "
+            f"'tile_cost' "
             f"(the others are measured together "
             f"by measure()), not {part!r}"
         )
@@ -646,8 +649,9 @@ def table(results: dict, parts=PARTS) -> str:
         lines += winograd_f4_table(results["winograd_f4"]).splitlines()
     if "wgmma" in parts and "wgmma" in results:
         lines += wgmma_table(results["wgmma"]).splitlines()
-        if "tile_cost" in results["wgmma"]:
-            lines += tile_cost_table(results["wgmma"]["tile_cost"]).splitlines()
+    cost = results.get("tile_cost") or results.get("wgmma", {}).get("tile_cost")
+    if "wgmma" in parts and cost:
+        lines += tile_cost_table(cost).splitlines()
     return "\n".join(lines)
 
 

@@ -1,0 +1,207 @@
+"""Measured numbers in prose, bound to the stored results they quote (book/claims.toml).
+
+Every number with a unit of speed, time, share or size (ms, µs, TFLOP/s, GB/s, %, x, KB, ...) in
+the book's markdown cells, README.md and CONTRIBUTING.md lies inside a claim of book/claims.toml:
+
+    [[bound]]                      # the numbers of ``text`` come from benchmarks/results/*.json
+    file = "book/16_5b_hopper_wgmma.ipynb"
+    text = "4096³에서 cuBLAS fp16의 76%, 8192³에서 89%다"
+    values = ["cudnn_tensorcore: wgmma.sizes[size=4096].rows[name~v6 (wgmma, TMA), 128x256, 4].vs_library * 100",
+              "cudnn_tensorcore: wgmma.sizes[size=8192].rows[name~v6 (wgmma, TMA), 128x256, 4].vs_library * 100"]
+
+    [[unbound]]                    # numbers that are not a stored measurement, and why
+    file = "README.md"
+    text = "H200 (141 GB, 4.8 TB/s)"
+    why = "the datasheet"
+
+A value is ``results-file: path`` (keys joined by dots; ``[3]`` an index, ``[key=value]`` the
+first element whose key equals value, ``[key~text]`` the first whose key contains text),
+optionally ``* number``, ``/ number`` or ``/ results-file: path`` (a ratio of two results).
+``"-"`` skips a number of the text that is not measured (a size, a datasheet figure). Each
+value must round to the number as the text prints it (a tolerance of half its last digit, or
+``tol``). tests/test_claims.py checks it all, so a stored result that changes without its prose,
+or prose that changes without its result, fails.
+
+    python tools/claims.py            # the numbers no claim covers yet, with stored values near them
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAIMS = ROOT / "book" / "claims.toml"
+RESULTS = ROOT / "benchmarks" / "results"
+DOCUMENTS = [*sorted((ROOT / "book").glob("*.ipynb")), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+
+_UNIT = r"(?:min|s|ms|µs|us|ns|GB/s|TB/s|TFLOP/s|GFLOP/s|FLOP/B|TFLOPS|MB|GB|KB|TF|배|분|초)"
+NUMBER = re.compile(rf"(?<![\w.^/])(\d+(?:,\d{{3}})*(?:\.\d+)?)(?:\s?{_UNIT}(?![A-Za-z0-9_/])|\s?%|x(?![A-Za-z0-9_²³]))")
+_NOT_PROSE = re.compile(r"<!-- [^>]*writes it -->.*?<!-- end of [^>]*-->"  # a generated table (tools/readme_results.py)
+                        r"|```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$|<!--.*?-->|\(https?://[^)]*\)", re.S)
+
+
+def prose(path: Path) -> str:
+    """A document's prose: markdown cells of a notebook (or the whole markdown file), code and
+    mathematics blanked, whitespace runs made one space (claims may break lines anywhere)."""
+    if path.suffix == ".ipynb":
+        cells = json.loads(path.read_text())["cells"]
+        text = "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    else:
+        text = path.read_text()
+    return re.sub(r"\s+", " ", _NOT_PROSE.sub(" ", text))
+
+
+def numbers(text: str) -> list[re.Match]:
+    return list(NUMBER.finditer(text))
+
+
+def load_claims(path: Path = CLAIMS) -> dict:
+    data = tomllib.loads(path.read_text())
+    return {"bound": data.get("bound", []), "unbound": data.get("unbound", [])}
+
+
+_results_cache: dict[str, object] = {}
+
+
+def result(name: str):
+    if name not in _results_cache:
+        _results_cache[name] = json.loads((RESULTS / f"{name}.json").read_text())
+    return _results_cache[name]
+
+
+_SEGMENT = re.compile(r"([^.\[\]]+)?((?:\[[^\]]*\])*)")
+
+
+def resolve(spec: str):
+    """The stored value ``results-file: path`` names."""
+    name, _, path = spec.partition(":")
+    node = result(name.strip())
+    for part in _split_path(path.strip()):
+        m = _SEGMENT.fullmatch(part)
+        if m is None:
+            raise KeyError(f"bad path segment {part!r} in {spec!r}")
+        key, selectors = m.groups()
+        if key:
+            node = node[key]
+        for sel in re.findall(r"\[([^\]]*)\]", selectors or ""):
+            node = _select(node, sel, spec)
+    return node
+
+
+def _split_path(path: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for ch in path:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "." and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    return parts + [current] if current else parts
+
+
+def _select(node, selector: str, spec: str):
+    if selector.lstrip("-").isdigit():
+        return node[int(selector)]
+    for op in ("~", "="):
+        if op in selector:
+            key, want = (s.strip() for s in selector.split(op, 1))
+            for item in node:
+                have = item.get(key) if isinstance(item, dict) else None
+                if have is not None and (want in str(have) if op == "~" else str(have) == want):
+                    return item
+            raise KeyError(f"no element with {key}{op}{want!r} in {spec!r}")
+    raise KeyError(f"bad selector [{selector}] in {spec!r}")
+
+
+def evaluate(expr: str) -> float:
+    """A value of a bound claim: a stored number, scaled or divided as the expression says."""
+    terms = re.split(r"\s([*/])\s", expr)
+    value = _term(terms[0])
+    for op, term in zip(terms[1::2], terms[2::2]):
+        value = value * _term(term) if op == "*" else value / _term(term)
+    return value
+
+
+def _term(term: str) -> float:
+    term = term.strip()
+    try:
+        return float(term)
+    except ValueError:
+        return float(resolve(term))
+
+
+def printed_value(match: re.Match) -> tuple[float, float]:
+    """The number as printed and half its last digit (the rounding it allows)."""
+    text = match.group(1).replace(",", "")
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return float(text), 0.5 * 10.0 ** -decimals
+
+
+def uncovered(claims: dict | None = None) -> list[tuple[Path, str, re.Match]]:
+    """(document, prose, number) for every unit-bearing number that no claim's text covers."""
+    claims = claims or load_claims()
+    out = []
+    for doc in DOCUMENTS:
+        text = prose(doc)
+        spans = []
+        for claim in claims["bound"] + claims["unbound"]:
+            if ROOT / claim["file"] == doc:
+                start = text.find(claim["text"])
+                while start >= 0:
+                    spans.append((start, start + len(claim["text"])))
+                    start = text.find(claim["text"], start + 1)
+        for m in numbers(text):
+            if not any(a <= m.start() and m.end() <= b for a, b in spans):
+                out.append((doc, text, m))
+    return out
+
+
+def _leaves(node, path=""):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _leaves(v, f"{path}.{k}" if path else k)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            label = v.get("name") if isinstance(v, dict) and "name" in v else None
+            yield from _leaves(v, f"{path}[name~{label}]" if label else f"{path}[{i}]")
+    elif isinstance(node, (int, float)) and not isinstance(node, bool):
+        yield path, float(node)
+
+
+def near(value: float, slack: float) -> list[str]:
+    """Stored leaves that print as ``value`` (as is, x100 or inverted), for a new claim."""
+    hits = []
+    for f in sorted(RESULTS.glob("*.json")):
+        for path, v in _leaves(json.loads(f.read_text())):
+            for shown, how in ((v, ""), (100 * v, " * 100"), (1 / v if v else 0, " (inverted)")):
+                if abs(shown - value) <= slack:
+                    hits.append(f"{f.stem}: {path}{how}")
+    return hits
+
+
+def main() -> int:
+    missing = uncovered()
+    for doc, text, m in missing:
+        value, slack = printed_value(m)
+        context = text[max(0, m.start() - 60):m.end() + 20]
+        print(f"{doc.relative_to(ROOT)}: {m.group(0)!r} in …{context}…")
+        for hit in near(value, slack)[:6]:
+            print(f"    {hit}")
+    print(f"{len(missing)} numbers not covered by {CLAIMS.relative_to(ROOT)}")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
