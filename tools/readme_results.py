@@ -68,7 +68,7 @@ def gemm() -> str:
     cudnn = layer[-1]
     return (f"{when(R)}: {', '.join(parts)} of cuBLAS {lib['ms']:.2f} ms; the layer: im2col + cuBLAS "
             f"{row(layer, 'im2col + cuBLAS')['ms']:.2f} ms, implicit precomp GEMM {precomp['ms']:.2f} ms "
-            f"= {cudnn['ms'] and precomp['ms'] / cudnn['ms']:.2f}x cuDNN's {cudnn['ms']:.2f} ms")
+            f"= {precomp['ms'] / cudnn['ms']:.2f}x the time of cuDNN's {cudnn['ms']:.2f} ms")
 
 
 def tensor_cores() -> str:
@@ -88,7 +88,7 @@ def tensor_cores() -> str:
             f"{best / conv['v3_ms']:.0%} of cuDNN's fastest plan ({best:.3f} ms)")
     tuned = R["autotune"]
     picks = ", ".join(f"{t['title'].split(',')[0]}: {t['ranking'][0]['name']}" for t in tuned)
-    text += f"; the auto-tuner's picks ({when(R, w) or 'same run'}): {picks}"
+    text += f"; the auto-tuner's picks ({when(tuned[0].get('measured', R), w) or 'same run'}): {picks}"
     engines = R.get("cudnn_engines", {})
     timed = [r["ms"] for r in engines.get("rows", []) if r.get("ms")]
     if timed:
