@@ -15,8 +15,10 @@ the book's markdown cells, README.md and CONTRIBUTING.md lies inside a claim of 
     why = "the datasheet"
 
 A value is ``results-file: path`` (keys joined by dots; ``[3]`` an index, ``[key=value]`` the
-first element whose key equals value, ``[key~text]`` the first whose key contains text),
-optionally ``* number``, ``/ number`` or ``/ results-file: path`` (a ratio of two results).
+first element whose key equals value, ``[key~text]`` the first whose key contains text,
+``[a=1&b~x]`` the first that meets both),
+optionally followed by `` * ``, `` / ``, `` + `` or `` - `` and a number or another result,
+worked from left to right (``a / b * 100``: a ratio as a percentage).
 ``"-"`` skips a number of the text that is not measured (a size, a datasheet figure). Each
 value must round to the number as the text prints it (a tolerance of half its last digit, or
 ``tol``). tests/test_claims.py checks it all, so a stored result that changes without its prose,
@@ -42,7 +44,7 @@ CLAIMS = ROOT / "book" / "claims.toml"
 RESULTS = ROOT / "benchmarks" / "results"
 DOCUMENTS = [*sorted((ROOT / "book").glob("*.ipynb")), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
 
-_UNIT = r"(?:min|s|ms|µs|us|ns|GB/s|TB/s|TFLOP/s|GFLOP/s|FLOP/B|TFLOPS|MB|GB|KB|TF|배|분|초)"
+_UNIT = r"(?:min|s|ms|µs|us|ns|GB/s|TB/s|TFLOP/s|GFLOP/s|FLOP/B|TFLOPS|MB|GB|KB|TF|배(?!경)|분(?!의)|초)"
 NUMBER = re.compile(rf"(?<![\w.^/])(\d+(?:,\d{{3}})*(?:\.\d+)?)(?:\s?{_UNIT}(?![A-Za-z0-9_/])|\s?%|x(?![A-Za-z0-9_²³]))")
 _NOT_PROSE = re.compile(r"<!-- [^>]*writes it -->.*?<!-- end of [^>]*-->"  # a generated table (tools/readme_results.py)
                         r"|```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]*\$|<!--.*?-->|\(https?://[^)]*\)", re.S)
@@ -114,23 +116,42 @@ def _split_path(path: str) -> list[str]:
 def _select(node, selector: str, spec: str):
     if selector.lstrip("-").isdigit():
         return node[int(selector)]
-    for op in ("~", "="):
-        if op in selector:
-            key, want = (s.strip() for s in selector.split(op, 1))
-            for item in node:
-                have = item.get(key) if isinstance(item, dict) else None
-                if have is not None and (want in str(have) if op == "~" else str(have) == want):
-                    return item
-            raise KeyError(f"no element with {key}{op}{want!r} in {spec!r}")
-    raise KeyError(f"bad selector [{selector}] in {spec!r}")
+    conditions = []
+    for condition in selector.split("&"):
+        op = next((op for op in ("~", "=") if op in condition), None)
+        if op is None:
+            raise KeyError(f"bad selector [{selector}] in {spec!r}")
+        key, want = (s.strip() for s in condition.split(op, 1))
+        conditions.append((key, op, want))
+
+    def matches(item) -> bool:
+        for key, op, want in conditions:
+            have = item.get(key) if isinstance(item, dict) else None
+            if have is None or not (want in str(have) if op == "~" else str(have) == want):
+                return False
+        return True
+
+    for item in node:
+        if matches(item):
+            return item
+    raise KeyError(f"no element with [{selector}] in {spec!r}")
 
 
 def evaluate(expr: str) -> float:
     """A value of a bound claim: a stored number, scaled or divided as the expression says."""
-    terms = re.split(r"\s([*/])\s", expr)
+    terms, depth, current = [], 0, ""
+    for i, ch in enumerate(expr):
+        depth += (ch == "[") - (ch == "]")
+        if depth == 0 and ch in "*/+-" and expr[i - 1:i] == " " and expr[i + 1:i + 2] == " ":
+            terms += [current, ch]
+            current = ""
+        else:
+            current += ch
+    terms.append(current)
     value = _term(terms[0])
     for op, term in zip(terms[1::2], terms[2::2]):
-        value = value * _term(term) if op == "*" else value / _term(term)
+        t = _term(term)
+        value = {"*": value * t, "/": value / t if t else float("nan"), "+": value + t, "-": value - t}[op]
     return value
 
 
