@@ -5,7 +5,6 @@ that changes without its result."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
