@@ -50,7 +50,8 @@ def time_target(clone: Path, target: str, scratch: Path) -> dict:
     seconds = time.perf_counter() - start
     out = run.stdout + run.stderr
     if run.returncode:
-        sys.stdout.write(out[-4000:])
+        lines = [line for line in out.splitlines() if not line.startswith("WARNING: Location")]  # pip's index notes
+        sys.stdout.write("\n".join(lines[-80:]) + "\n")
         raise SystemExit(f"make {target} failed (exit {run.returncode})")
     found = SUMMARY.findall(out)
     items, pytest_s = (int(found[-1][0]), float(found[-1][1])) if found else (None, None)
