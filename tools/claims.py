@@ -1,7 +1,8 @@
 """Measured numbers in prose, bound to the stored results they quote (book/claims.toml).
 
-Every number with a unit of speed, time, share or size (ms, µs, TFLOP/s, GB/s, %, x, KB, ...) in
-the book's markdown cells, README.md and CONTRIBUTING.md lies inside a claim of book/claims.toml:
+Every number with a unit of speed, time, share or size (ms, µs, TFLOP/s, GB/s, %, x, KB, ...) or in
+e-notation (an error: 3e-4) in the book's markdown cells, README.md and CONTRIBUTING.md lies inside a
+claim of book/claims.toml:
 
     [[bound]]                      # the numbers of ``text`` come from benchmarks/results/*.json
     file = "book/16_5b_hopper_wgmma.ipynb"
@@ -61,8 +62,12 @@ def prose(path: Path) -> str:
     return re.sub(r"\s+", " ", _NOT_PROSE.sub(" ", text))
 
 
+SCIENTIFIC = re.compile(r"(?<![\w.^/])(\d(?:\.\d+)?e[-+]?\d+)(?![0-9A-Za-z_.])")  # an error or a format's range: 3e-4
+
+
 def numbers(text: str) -> list[re.Match]:
-    return list(NUMBER.finditer(text))
+    """The measured-looking numbers of a text, in order: those with a unit, and those in e-notation."""
+    return sorted([*NUMBER.finditer(text), *SCIENTIFIC.finditer(text)], key=lambda m: m.start())
 
 
 def load_claims(path: Path = CLAIMS) -> dict:
@@ -166,8 +171,9 @@ def _term(term: str) -> float:
 def printed_value(match: re.Match) -> tuple[float, float]:
     """The number as printed and half its last digit (the rounding it allows)."""
     text = match.group(1).replace(",", "")
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    return float(text), 0.5 * 10.0 ** -decimals
+    mantissa, _, exponent = text.partition("e")
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return float(text), 0.5 * 10.0 ** (int(exponent or 0) - decimals)
 
 
 def uncovered(claims: dict | None = None) -> list[tuple[Path, str, re.Match]]:
