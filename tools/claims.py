@@ -1,8 +1,8 @@
 """Measured numbers in prose, bound to the stored results they quote (book/claims.toml).
 
 Every number with a unit of speed, time, share or size (ms, µs, TFLOP/s, GB/s, %, x, KB, ...) or in
-e-notation (an error: 3e-4) in the book's markdown cells, README.md and CONTRIBUTING.md lies inside a
-claim of book/claims.toml:
+e-notation (an error: 3e-4) in the markdown cells of the book and the assignments, the READMEs and
+CONTRIBUTING.md lies inside a claim of book/claims.toml:
 
     [[bound]]                      # the numbers of ``text`` come from benchmarks/results/*.json
     file = "book/16_5b_hopper_wgmma.ipynb"
@@ -19,7 +19,8 @@ A value is ``results-file: path`` (keys joined by dots; ``[3]`` an index, ``[key
 first element whose key equals value, ``[key~text]`` the first whose key contains text,
 ``[a=1&b~x]`` the first that meets both),
 optionally followed by `` * ``, `` / ``, `` + `` or `` - `` and a number or another result,
-worked from left to right (``a / b * 100``: a ratio as a percentage).
+worked from left to right (``a / b * 100``: a ratio as a percentage); ``py: module.NAME`` is a
+constant of the code (a grading threshold the prose states).
 ``"-"`` skips a number of the text that is not measured (a size, a datasheet figure). Each
 value must round to the number as the text prints it (a tolerance of half its last digit, or
 ``tol``). tests/test_claims.py checks it all, so a stored result that changes without its prose,
@@ -30,6 +31,7 @@ or prose that changes without its result, fails.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import sys
@@ -43,7 +45,8 @@ except ImportError:  # Python 3.10
 ROOT = Path(__file__).resolve().parent.parent
 CLAIMS = ROOT / "book" / "claims.toml"
 RESULTS = ROOT / "benchmarks" / "results"
-DOCUMENTS = [*sorted((ROOT / "book").glob("*.ipynb")), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+DOCUMENTS = [*sorted((ROOT / "book").glob("*.ipynb")), *sorted((ROOT / "assignments" / "source").glob("*/*.ipynb")),
+             ROOT / "README.md", ROOT / "assignments" / "README.md", ROOT / "CONTRIBUTING.md"]
 
 _UNIT = r"(?:min|s|ms|µs|us|ns|GB/s|TB/s|TFLOP/s|GFLOP/s|FLOP/B|TFLOPS|MB|GB|KB|TF|배(?!경)|분(?!의)|초)"
 NUMBER = re.compile(rf"(?<![\w.^/])(\d+(?:,\d{{3}})*(?:\.\d+)?)(?:\s?{_UNIT}(?![A-Za-z0-9_/])|\s?%|x(?![A-Za-z0-9_²³]))")
@@ -162,6 +165,9 @@ def evaluate(expr: str) -> float:
 
 def _term(term: str) -> float:
     term = term.strip()
+    if term.startswith("py:"):  # a constant of the code the prose describes: py: gpulib.grading.core.SPEED_FULL
+        module, _, name = term[3:].strip().rpartition(".")
+        return float(getattr(importlib.import_module(module), name))
     try:
         return float(term)
     except ValueError:
