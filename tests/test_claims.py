@@ -5,6 +5,7 @@ that changes without its result."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import claims  # noqa: E402
 import readme_results  # noqa: E402
+import time_ci  # noqa: E402
 
 CLAIMS = claims.load_claims()
 PROSE = {doc: claims.prose(doc) for doc in claims.DOCUMENTS}
@@ -73,3 +75,11 @@ def test_a_bound_claim_binds_at_least_one_number():
 def test_the_readme_table_is_written_from_the_stored_results():
     assert readme_results.rewritten(readme_results.README.read_text()) == readme_results.README.read_text(), (
         "run python tools/readme_results.py")
+
+
+def test_the_stored_ci_times_cover_what_ci_runs():
+    """CONTRIBUTING's CI figures come from a run of every target .ci/run calls, on a machine without a GPU."""
+    stored = json.loads(time_ci.OUT.read_text())
+    assert [s["target"] for s in stored["steps"]] == time_ci.read_run() == time_ci.TARGETS
+    assert stored["gpu"] is False and stored["cores"] == 2
+    assert abs(stored["all_seconds"] - sum(s["seconds"] for s in stored["steps"])) < 1
