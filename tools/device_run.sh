@@ -5,12 +5,18 @@
 # lacks come along in .whl/ (see README, "Running on a GPU machine without a package index").
 # Usage there:  bash tools/device_run.sh [notebooks...]   (results land in $OUT)
 #               TESTS=0 skips the unit tests, NOTEBOOKS=0 the notebooks;
-#               BENCH=1 also runs every benchmark script, writing its JSON into $OUT
+#               BENCH=1 also runs every benchmark script, writing its JSON into $OUT;
+#               PARTS="conv_direct cudnn_tensorcore:tile_cost book_model:softmax ..." measures
+#               those benchmarks (or one part of one, script:part) into benchmarks/results, in
+#               that order, copying the stored JSON to $OUT/results after each, before the notebooks
+#               (which then show the new results)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+shopt -s nullglob
+wheels=(.whl/*.whl .whl/*/*.whl)  # flat, or in folders (core, cudnn, nb) that travel separately
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || exit 1
+    --target /tmp/site "${wheels[@]}" || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 python3 -c "import gpulib; gpulib.report()"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -25,6 +31,18 @@ if [ "${BENCH:-0}" = 1 ]; then
         echo "== $script"
         timeout "${BENCH_TIMEOUT:-400}" python3 "$script" --out "$OUT/$name.json" > "$OUT/$name.log" 2>&1
         tail -60 "$OUT/$name.log"
+    done
+fi
+if [ -n "${PARTS:-}" ]; then
+    mkdir -p "$OUT/results"
+    for item in $PARTS; do
+        script=${item%%:*}; part=${item#*:}
+        args=(--save); [ "$part" != "$item" ] && args+=(--part "$part")
+        log="$OUT/${script}${part:+_$part}.log"; [ "$part" = "$item" ] && log="$OUT/$script.log"
+        echo "== $script ${args[*]}"
+        timeout "${PART_TIMEOUT:-200}" python3 "benchmarks/$script.py" "${args[@]}" > "$log" 2>&1
+        echo "   exit $?, last lines:"; tail -12 "$log"
+        cp benchmarks/results/*.json "$OUT/results/"
     done
 fi
 if [ "${NOTEBOOKS:-1}" = 1 ]; then
