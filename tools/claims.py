@@ -93,8 +93,8 @@ _SEGMENT = re.compile(r"([^.\[\]]+)?((?:\[[^\]]*\])*)")
 def resolve(spec: str):
     """The stored value ``results-file: path`` names."""
     name, _, path = spec.partition(":")
-    node = result(name.strip())
-    for part in _split_path(path.strip()):
+    node, path = result(name.strip()), path.strip()
+    for part in _split_outside_brackets(path, lambda i: path[i] == ".")[::2]:
         m = _SEGMENT.fullmatch(part)
         if m is None:
             raise KeyError(f"bad path segment {part!r} in {spec!r}")
@@ -102,26 +102,26 @@ def resolve(spec: str):
         if key:
             node = node[key]
         for sel in re.findall(r"\[([^\]]*)\]", selectors or ""):
-            node = _select(node, sel, spec)
+            node = select(node, sel, spec)
     return node
 
 
-def _split_path(path: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for ch in path:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        if ch == "." and depth == 0:
-            parts.append(current)
+def _split_outside_brackets(text: str, at) -> list[str]:
+    """``text`` cut at every position ``at(i)`` accepts outside ``[...]`` (a selector may hold any
+    character): the pieces with the separating characters between them, as ``re.split`` with a group."""
+    pieces, depth, current = [], 0, ""
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if depth == 0 and at(i):
+            pieces += [current, ch]
             current = ""
         else:
             current += ch
-    return parts + [current] if current else parts
+    return pieces + [current]
 
 
-def _select(node, selector: str, spec: str):
+def select(node, selector: str, spec: str = ""):
+    """The element of the list ``node`` that ``[selector]`` names (see the module's docstring)."""
     if selector.lstrip("-").isdigit():
         return node[int(selector)]
     conditions = []
@@ -147,15 +147,7 @@ def _select(node, selector: str, spec: str):
 
 def evaluate(expr: str) -> float:
     """A value of a bound claim: a stored number, scaled or divided as the expression says."""
-    terms, depth, current = [], 0, ""
-    for i, ch in enumerate(expr):
-        depth += (ch == "[") - (ch == "]")
-        if depth == 0 and ch in "*/+-" and expr[i - 1:i] == " " and expr[i + 1:i + 2] == " ":
-            terms += [current, ch]
-            current = ""
-        else:
-            current += ch
-    terms.append(current)
+    terms = _split_outside_brackets(expr, lambda i: expr[i] in "*/+-" and expr[i - 1:i] == " " == expr[i + 1:i + 2])
     value = _term(terms[0])
     for op, term in zip(terms[1::2], terms[2::2]):
         t = _term(term)

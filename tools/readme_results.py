@@ -10,25 +10,19 @@ measured on; a part measured on another day or device says so.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from claims import result as load  # the stored results, read as the claims table reads them
+from claims import select
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-RESULTS = ROOT / "benchmarks" / "results"
 BEGIN, END = "<!-- measured-speed table: tools/readme_results.py writes it -->", "<!-- end of the measured-speed table -->"
 
 
-def load(name: str) -> dict:
-    return json.loads((RESULTS / f"{name}.json").read_text())
-
-
 def row(rows: list[dict], contains: str) -> dict:
-    for r in rows:
-        if contains in r["name"]:
-            return r
-    raise KeyError(f"no row containing {contains!r}")
+    return select(rows, f"name~{contains}")
 
 
 def short_device(name: str) -> str:
