@@ -36,9 +36,9 @@ fi
 if [ -n "${PARTS:-}" ]; then
     mkdir -p "$OUT/results"
     for item in $PARTS; do
-        script=${item%%:*}; part=${item#*:}
-        args=(--save); [ "$part" != "$item" ] && args+=(--part "$part")
-        log="$OUT/${script}${part:+_$part}.log"; [ "$part" = "$item" ] && log="$OUT/$script.log"
+        script=${item%%:*}; part=${item#"$script"}; part=${part#:}  # "name" or "name:part"
+        args=(--save${part:+ --part $part})
+        log="$OUT/${script}${part:+_$part}.log"
         echo "== $script ${args[*]}"
         timeout "${PART_TIMEOUT:-200}" python3 "benchmarks/$script.py" "${args[@]}" > "$log" 2>&1
         echo "   exit $?, last lines:"; tail -12 "$log"
