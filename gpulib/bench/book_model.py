@@ -431,12 +431,14 @@ def measure_softmax(repeat: int = 20) -> list[dict]:
 PYTORCH_BATCH = 256
 
 
-def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05) -> dict:
+def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05, rounds: int = 3) -> dict:
     """One training step of the book's model (BookCNN, convolutions on the auto-tuner's picks)
     against the same model in PyTorch eager mode (cuDNN with cudnn.benchmark, fp32, TF32 off),
     from the same weights on the same batch. First the two steps' losses and gradients are
     compared, then each step's wall time is measured (median of ``repeat``): forward, backward,
-    the SGD update and the loss copied to the host, as the book's training loop does."""
+    the SGD update and the loss copied to the host, as the book's training loop does. The steps are
+    timed in turn ``rounds`` times; each headline time is the median of its rounds, and the rounds
+    are kept, so the prose can say how much one run's rounds differ."""
     torch, F = measuring.torch_fp32_cudnn()
     model = BookCNN(channels=CHANNELS)
     X, y = _images(batch)
@@ -516,27 +518,32 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     graph = replayed["graph"].graph
     gpu_ms = benchmark(graph.replay, repeat=repeat, flush_l2=False).median_ms if graph is not None else None
 
-    gpulib_ms = median_wall_ms(gpulib_step, repeat, warmup=3, synchronize=both_synchronized)
-    replayed_ms = {
-        name: median_wall_ms(lambda run=run: run(X_dev, y_dev), repeat, warmup=3, synchronize=both_synchronized)
-        for name, run in replayed.items()
-    }
-    torch_ms = median_wall_ms(torch_step, repeat, warmup=3, synchronize=both_synchronized)
+    # the four steps timed in turn, ``rounds`` times over: the spread between rounds is the run's
+    # own noise, the median of the rounds its result
+    runs = {"gpulib": gpulib_step, "torch": torch_step}
+    runs.update({name: (lambda run=run: run(X_dev, y_dev)) for name, run in replayed.items()})
+    timed = [
+        {name: median_wall_ms(run, repeat, warmup=3, synchronize=both_synchronized) for name, run in runs.items()}
+        for _ in range(rounds)
+    ]
+    ms = {name: float(np.median([t[name] for t in timed])) for name in runs}
     return dict(
         batch=batch,
         channels=CHANNELS,
-        gpulib_ms=gpulib_ms,
-        torch_ms=torch_ms,
-        ratio=gpulib_ms / torch_ms,
+        gpulib_ms=ms["gpulib"],
+        torch_ms=ms["torch"],
+        ratio=ms["gpulib"] / ms["torch"],
         gpu_ms=gpu_ms,
-        replayed_ms=replayed_ms["replayed"],
-        graph_ms=replayed_ms["graph"],
+        replayed_ms=ms["replayed"],
+        graph_ms=ms["graph"],
+        rounds=[dict(t, replayed_ratio=t["replayed"] / t["torch"], graph_ratio=t["graph"] / t["torch"]) for t in timed],
         graph_built=replayed["graph"].graph is not None,
         graph_error=replayed["graph"].graph_error,
         launches=len(rec.entries),
         replay_python_us_per_launch=python_us,
         replay_max_abs_diff=replay_diff,
-        step_timing=f"median of {repeat} steps' wall time, each ended by synchronizing the GPU",
+        step_timing=f"median over {rounds} rounds of the median of {repeat} steps' wall time, each step ended by "
+        "synchronizing the GPU",
         grad_rel_err=grad_errors,
         loss_diff=loss_diff,
         torch=torch.__version__,
@@ -660,5 +667,10 @@ def table(results: dict) -> str:
                 f"{pt['graph_built']}); {pt['launches']} launches, "
                 f"{pt['replay_python_us_per_launch']:.1f} us of Python each; parameters after 3 steps "
                 f"differ from eager by {pt['replay_max_abs_diff']}"
+            )
+        for i, t in enumerate(pt.get("rounds", []), 1):
+            lines.append(
+                f"  round {i}: gpulib {t['gpulib']:.3f}, replayed {t['replayed']:.3f} ({t['replayed_ratio']:.2f}x), "
+                f"graph {t['graph']:.3f} ({t['graph_ratio']:.2f}x), PyTorch {t['torch']:.3f} ms"
             )
     return "\n".join(lines)

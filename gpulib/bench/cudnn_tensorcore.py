@@ -23,6 +23,9 @@ or read from benchmarks/results/cudnn_tensorcore.json.
     winograd_f4    Winograd F(4x4, 3x3) on the 16.3 layer: the whole call (events and wall time),
                    each of its four launches, cuDNN fp32 and implicit precomp GEMM in the same
                    run, and its batched GEMM's registers and SASS (``--part winograd_f4``)
+    nsight         Nsight Compute's counters of GEMM v6 and v7 and conv v3 and v4 (tensor pipe,
+                   occupancy, throughput, warp stalls), one profiled launch each
+                   (``--part nsight``; gpulib/bench/nsight.py)
 
 Every timed row is checked first. ``benchmarks/cudnn_tensorcore.py`` is the command line.
 """
@@ -34,7 +37,7 @@ import math
 import numpy as np
 
 from gpulib.arrays import blocks
-from gpulib.bench import cudnn_engines
+from gpulib.bench import cudnn_engines, nsight
 from gpulib.bench import measure as measuring
 from gpulib.book_layers import LAYER, LAYERS, flop, layer_inputs
 from gpulib.check import poisoned
@@ -536,6 +539,8 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return measure_winograd_f4(repeat)
     if part == "wgmma":
         return measure_wgmma(repeat)
+    if part == "nsight":  # the profiler's counters of v6, v7 and conv v3/v4 (gpulib/bench/nsight.py)
+        return nsight.measure_nsight()
     if part == "tile_cost":  # also inside "wgmma"; alone, it leaves a stored ladder as it was
         return dict(measuring.header(repeat), **measure_tile_cost(repeat))
     if part == "cudnn_engines":
@@ -548,7 +553,7 @@ def measure_part(part: str, repeat: int = 20) -> dict:
     if part != "resources":
         raise ValueError(
             f"part must be 'tensor_cores', 'resources', 'autotune', 'cudnn_engines', 'winograd_f4', 'wgmma' or "
-            f"'tile_cost' "
+            f"'tile_cost' or 'nsight' "
             f"(the others are measured together "
             f"by measure()), not {part!r}"
         )
@@ -652,6 +657,8 @@ def table(results: dict, parts=PARTS) -> str:
     cost = results.get("tile_cost") or results.get("wgmma", {}).get("tile_cost")
     if "wgmma" in parts and cost:
         lines += tile_cost_table(cost).splitlines()
+    if "wgmma" in parts and results.get("nsight"):
+        lines += nsight.table(results["nsight"]).splitlines()
     return "\n".join(lines)
 
 
