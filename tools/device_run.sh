@@ -3,13 +3,14 @@
 #
 # Such a machine may have a numpy (2.5) that numba-cuda 0.30 cannot use, so the wheels it
 # lacks come along in .whl/ (see README, "Running on a GPU machine without a package index").
-# Usage there:  bash tools/device_run.sh [notebooks...]   (results land in $OUT)
+# Usage there:  bash tools/device_run.sh [notebooks...]   (results land in $OUT; the executed
+#               notebooks in $OUT/notebooks.tgz)
 #               TESTS=0 skips the unit tests, NOTEBOOKS=0 the notebooks;
 #               BENCH=1 also runs every benchmark script, writing its JSON into $OUT;
 #               PARTS="conv_direct cudnn_tensorcore:tile_cost book_model:softmax ..." measures
 #               those benchmarks (or one part of one, script:part) into benchmarks/results, in
-#               that order, copying the stored JSON to $OUT/results after each, before the notebooks
-#               (which then show the new results)
+#               that order, packing benchmarks/results and the logs into $OUT/parts.tgz after
+#               each, before the notebooks (which then show the new results)
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
@@ -34,21 +35,27 @@ if [ "${BENCH:-0}" = 1 ]; then
     done
 fi
 if [ -n "${PARTS:-}" ]; then
-    mkdir -p "$OUT/results"
+    # one archive (results + logs) comes back, rewritten after each part: a machine may return
+    # only a few files, and a part that runs out of time still leaves the parts before it
+    logs=$(mktemp -d)
     for item in $PARTS; do
         script=${item%%:*}; part=${item#"$script"}; part=${part#:}  # "name" or "name:part"
         args=(--save${part:+ --part $part})
-        log="$OUT/${script}${part:+_$part}.log"
+        log="$logs/${script}${part:+_$part}.log"
         echo "== $script ${args[*]}"
         timeout "${PART_TIMEOUT:-200}" python3 "benchmarks/$script.py" "${args[@]}" > "$log" 2>&1
         echo "   exit $?, last lines:"; tail -12 "$log"
-        cp benchmarks/results/*.json "$OUT/results/"
+        tar czf "$OUT/parts.tgz" benchmarks/results -C "$logs" .
     done
 fi
 if [ "${NOTEBOOKS:-1}" = 1 ]; then
     echo "== notebooks"
     notebooks=("$@")
     [ ${#notebooks[@]} -eq 0 ] && notebooks=(book/*.ipynb)
-    timeout "${NOTEBOOK_TIMEOUT:-400}" python3 tools/run_notebooks.py --cells --timeout 300 \
-        --out "$OUT" "${notebooks[@]}"
+    executed=$(mktemp -d)
+    for notebook in "${notebooks[@]}"; do  # one at a time, packed after each into one archive
+        timeout "${NOTEBOOK_TIMEOUT:-400}" python3 tools/run_notebooks.py --cells --timeout 300 \
+            --out "$executed" "$notebook"
+        tar czf "$OUT/notebooks.tgz" -C "$executed" .
+    done
 fi
