@@ -147,13 +147,14 @@ def main_metrics(result: dict, target: str) -> dict:
 
 
 READINGS = (  # what 16.5b reads, in Nsight Compute's names
-    ("tensor pipe active %", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("tensor pipe active %", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("wgmma issue % of peak", "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"),
     ("achieved occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active"),
     ("warps per scheduler", "smsp__warps_active.avg.per_cycle_active"),
     ("cycles per issued instruction", "smsp__average_warp_latency_per_inst_issued.ratio"),
     ("SM throughput %", "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
     ("memory throughput %", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),
-    ("DRAM throughput %", "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+    ("DRAM throughput %", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
     ("barrier stalls / issue", "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio"),
     ("long scoreboard / issue", "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"),
     ("fixed latency (wait) / issue", "smsp__average_warps_issue_stalled_wait_per_issue_active.ratio"),
