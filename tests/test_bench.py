@@ -19,8 +19,10 @@ def test_stored_results_name_device_date_and_every_rung():
     assert names[0] == "gpulib direct v1" and names[-1].startswith("cuDNN")
     assert all(r["rel_err"] < 1e-5 for r in results["rows"])  # each was checked before timing
     assert results["rows"][-1]["name"] == results["library"] and results["rows"][-1]["vs_library"] == 1.0
-    speeds = [r["vs_library"] for r in results["rows"]]
-    assert speeds == sorted(speeds)  # each rung faster than the last, cuDNN fastest
+    variants = [r for r in results["rows"] if "constant memory" in r["name"]]
+    assert len(variants) == 1  # version 3 is a variant of version 2 at 16 channels, not a rung above it
+    speeds = [r["vs_library"] for r in results["rows"] if r not in variants]
+    assert speeds == sorted(speeds)  # each rung of the ladder faster than the last, cuDNN fastest
     assert "of cuDNN" in bench.table(results)
 
 

@@ -30,7 +30,7 @@ def test_every_stored_gpu_notebook_is_the_book_s_notebook_as_it_is_now():
         assert not store_gpu_book.errors(path), f"book_gpu/{path.name} stored an error"
         assert manifest[path.name]["device"].startswith("NVIDIA") and manifest[path.name]["date"][:2] == "20"
         first = next(c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
-        assert "gpulib backend: GPU" in "".join(o.get("text", "") for o in first["outputs"]), (
+        assert "gpulib backend: GPU" in "".join("".join(o.get("text", "")) for o in first["outputs"]), (
             f"book_gpu/{path.name} was not executed on a GPU")
 
 
