@@ -83,3 +83,12 @@ def test_the_stored_ci_times_cover_what_ci_runs():
     assert [s["target"] for s in stored["steps"]] == time_ci.read_run() == time_ci.TARGETS
     assert stored["gpu"] is False and stored["cores"] == 2
     assert abs(stored["all_seconds"] - sum(s["seconds"] for s in stored["steps"])) < 1
+
+
+def test_values_read_dotted_keys_and_work_groups_first(monkeypatch):
+    monkeypatch.setitem(claims._results_cache, "fake", {
+        "metrics": {"sm__throughput.avg.pct": 56.0},
+        "rows": [{"name": "v4 (128x256 tile", "ms": 2.0}, {"name": "v5", "ms": 3.0}]})
+    assert claims.resolve("fake: metrics['sm__throughput.avg.pct']") == 56.0
+    assert claims.evaluate("fake: rows[name~v4 (128x256].ms * (fake: rows[name=v5].ms + 1)") == 8.0
+    assert claims.evaluate("2 * 3 + 4") == 10.0 and claims.evaluate("2 * (3 + 4)") == 14.0

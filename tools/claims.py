@@ -17,9 +17,10 @@ CONTRIBUTING.md lies inside a claim of book/claims.toml:
 
 A value is ``results-file: path`` (keys joined by dots; ``[3]`` an index, ``[key=value]`` the
 first element whose key equals value, ``[key~text]`` the first whose key contains text,
-``[a=1&b~x]`` the first that meets both),
+``[a=1&b~x]`` the first that meets both, ``['a.b']`` a key that holds dots, as Nsight Compute's
+metric names do),
 optionally followed by `` * ``, `` / ``, `` + `` or `` - `` and a number or another result,
-worked from left to right (``a / b * 100``: a ratio as a percentage); ``py: module.NAME`` is a
+worked from left to right (``a / b * 100``: a ratio as a percentage) except inside ``( ... )``; ``py: module.NAME`` is a
 constant of the code (a grading threshold the prose states).
 ``"-"`` skips a number of the text that is not measured (a size, a datasheet figure). Each
 value must round to the number as the text prints it (a tolerance of half its last digit, or
@@ -108,11 +109,13 @@ def resolve(spec: str):
 
 def _split_outside_brackets(text: str, at) -> list[str]:
     """``text`` cut at every position ``at(i)`` accepts outside ``[...]`` (a selector may hold any
-    character): the pieces with the separating characters between them, as ``re.split`` with a group."""
-    pieces, depth, current = [], 0, ""
+    character but a bracket) and outside ``(...)`` written between selectors: the pieces with the
+    separating characters between them, as ``re.split`` with a group."""
+    pieces, depth, groups, current = [], 0, 0, ""
     for i, ch in enumerate(text):
         depth += (ch == "[") - (ch == "]")
-        if depth == 0 and at(i):
+        groups += depth == 0 and (ch == "(") - (ch == ")")  # parentheses count only outside selectors
+        if depth == 0 and groups == 0 and at(i):
             pieces += [current, ch]
             current = ""
         else:
@@ -121,9 +124,12 @@ def _split_outside_brackets(text: str, at) -> list[str]:
 
 
 def select(node, selector: str, spec: str = ""):
-    """The element of the list ``node`` that ``[selector]`` names (see the module's docstring)."""
+    """The element of the list ``node`` that ``[selector]`` names (see the module's docstring), or
+    the entry of the dict ``node`` that a quoted key names (``['a.key.with.dots']``)."""
     if selector.lstrip("-").isdigit():
         return node[int(selector)]
+    if len(selector) >= 2 and selector[0] == selector[-1] == "'":
+        return node[selector[1:-1]]
     conditions = []
     for condition in selector.split("&"):
         op = next((op for op in ("~", "=") if op in condition), None)
@@ -157,6 +163,8 @@ def evaluate(expr: str) -> float:
 
 def _term(term: str) -> float:
     term = term.strip()
+    if term.startswith("(") and term.endswith(")"):  # a group: fixed / (fixed + 128 * step)
+        return evaluate(term[1:-1])
     if term.startswith("py:"):  # a constant of the code the prose describes: py: gpulib.grading.core.SPEED_FULL
         module, _, name = term[3:].strip().rpartition(".")
         return float(getattr(importlib.import_module(module), name))
