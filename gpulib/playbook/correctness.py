@@ -13,6 +13,7 @@ every planted program has exactly one bug, and the report shown is the tool's ow
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -136,9 +137,12 @@ def tool_path(tool: str) -> str | None:
         raise ValueError(f"tool must be one of {TOOLS}, not {tool!r}")
     name = "compute-sanitizer" if tool in ("memcheck", "racecheck", "synccheck") else tool
     found = shutil.which(name)
-    for folder in ("/usr/local/cuda/bin", "/usr/local/cuda/compute-sanitizer", "/opt/nvidia/nsight-systems/bin"):
-        if found is None and Path(folder, name).exists():
-            found = str(Path(folder, name))
+    folders = ("/usr/local/cuda*/bin", "/usr/local/cuda*/compute-sanitizer", "/usr/local/cuda*/nsight-systems-*/bin",
+               "/opt/nvidia/nsight-systems/*/bin", "/opt/nvidia/nsight-systems/bin")
+    for pattern in folders:
+        for folder in sorted(glob.glob(pattern), reverse=True):  # the newest version first
+            if found is None and Path(folder, name).exists():
+                found = str(Path(folder, name))
     return found
 
 
@@ -152,10 +156,18 @@ def _child(program: str, env: dict, prefix: list[str], timeout: int) -> str:
 
 
 def _trim(report: str, keep: int = 40) -> str:
-    """The report without the child's warnings and blank lines, at most ``keep`` lines."""
+    """The report without the child's warnings and blank lines, at most ``keep`` lines; a cut
+    report keeps its last line (the tool's summary: how many errors in all)."""
     lines = [line.rstrip() for line in report.splitlines()
-             if line.strip() and "NumbaPerformanceWarning" not in line and "warn(NumbaPerformanceWarning" not in line]
-    return "\n".join(lines[:keep]) + (f"\n... ({len(lines) - keep} more lines)" if len(lines) > keep else "")
+             if line.strip() and line.strip() != "=========" and "NumbaPerformanceWarning" not in line]
+    if len(lines) <= keep:
+        return "\n".join(lines)
+    return "\n".join(lines[:keep - 1] + [f"... ({len(lines) - keep} more lines)", lines[-1]])
+
+
+# the report shows the kernel's errors: not the CUDA API calls that fail on purpose when a
+# library probes the driver (cuGetProcAddress), nor the host stack of each error
+SANITIZER_OPTIONS = ["--report-api-errors", "no", "--show-backtrace", "no"]
 
 
 def run(name: str, timeout: int = 240) -> dict:
@@ -194,8 +206,8 @@ def run(name: str, timeout: int = 240) -> dict:
                               "nsys stats --report cuda_api_sum,cuda_gpu_kern_sum step.nsys-rep")
             out["report"] = _trim(stats.stdout + stats.stderr, 40)
         return out
-    out["command"] = f"compute-sanitizer --tool {tool} python planted.py"
-    out["report"] = _trim(_child(program, env, [exe, "--tool", tool], timeout))
+    out["command"] = f"compute-sanitizer --tool {tool} {' '.join(SANITIZER_OPTIONS)} python planted.py"
+    out["report"] = _trim(_child(program, env, [exe, "--tool", tool, *SANITIZER_OPTIONS], timeout))
     return out
 
 
