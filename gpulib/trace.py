@@ -94,15 +94,18 @@ class _TracedArray:
     def _flat(self, index) -> int:
         if not isinstance(index, tuple):
             index = (index,)
-        if len(index) != self._data.ndim:
-            raise IndexError(f"{self._rec.name}: {len(index)} indices for a {self._data.ndim}-D array")
-        for i, (k, n) in enumerate(zip(index, self._data.shape)):
+        shape = self._data.shape
+        if len(index) != len(shape):
+            raise IndexError(f"{self._rec.name}: {len(index)} indices for a {len(shape)}-D array")
+        flat = 0
+        for i, (k, n) in enumerate(zip(index, shape)):
             if not isinstance(k, (int, np.integer)):
                 raise TypeError(f"{self._rec.name}: index {k!r} is not an integer")
             if not 0 <= k < n:
                 raise IndexError(f"{self._rec.name}{list(index)}: index {k} is out of bounds for "
                                  f"axis {i} of size {n}")
-        return int(np.ravel_multi_index(tuple(int(k) for k in index), self._data.shape))
+            flat = flat * n + int(k)  # row-major, as np.ravel_multi_index
+        return flat
 
     def __getitem__(self, index):
         flat = self._flat(index)
