@@ -726,6 +726,9 @@ add("gpulib.playbook.correctness.run", Entry(lambda r: dict(name="memcheck", tim
                                              ints={"timeout": 1}, gpu_only="the tools watch a real GPU"))
 add("gpulib.playbook.correctness.tool_path", Entry(lambda r: dict(tool="memcheck"),
                                                    lambda a: correctness.tool_path(a["tool"]), choices=("tool",)))
+add("gpulib.playbook.correctness.launch_and_kernel", Entry(lambda r: dict(report=" ** CUDA API Summary (cuda_api_sum):"),
+                                                          lambda a: correctness.launch_and_kernel(a["report"]),
+                                                          others={"report": [("None", None), ("an int", 3)]}))
 add("gpulib.playbook.correctness.first_nonfinite", Entry(
     lambda r: dict(named=[("X", r.standard_normal(3)), ("Y", np.array([1.0, np.nan]))]),
     lambda a: correctness.first_nonfinite(a["named"]),

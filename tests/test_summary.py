@@ -195,3 +195,47 @@ def test_cuda_c_sources_are_shown_everywhere_and_run_on_a_gpu(rng, capsys):
         for fixed in (False, True):
             got = cuda_c.im2col_c(X, 3, 3, padding, stride, fixed_sizes=fixed, out=gpulib.poisoned(want_col.shape))
             gpulib.validate(got, want_col)
+
+
+NSYS_STATS = """\
+ ** CUDA API Summary (cuda_api_sum):
++----------+-----------------+-----------+----------+----------+----------+----------+-------------+------------------+
+| Time (%) | Total Time (ns) | Num Calls | Avg (ns) | Med (ns) | Min (ns) | Max (ns) | StdDev (ns) |       Name       |
++----------+-----------------+-----------+----------+----------+----------+----------+-------------+------------------+
+|     96.7 |      20,224,201 |     2,050 |  9,865.5 |  7,032.0 |    4,948 |  228,960 |    12,829.2 | cuLaunchKernelEx |
+|      0.6 |         132,297 |         1 |132,297.0 |132,297.0 |  132,297 |  132,297 |         0.0 | cuMemAlloc_v2    |
++----------+-----------------+-----------+----------+----------+----------+----------+-------------+------------------+
+ ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):
++----------+-----------------+-----------+----------+----------+----------+----------+-------------+----------------------+
+| Time (%) | Total Time (ns) | Instances | Avg (ns) | Med (ns) | Min (ns) | Max (ns) | StdDev (ns) |         Name         |
++----------+-----------------+-----------+----------+----------+----------+----------+-------------+----------------------+
+|    100.0 |       2,165,161 |     2,050 |  1,056.2 |  1,024.0 |    1,024 |    1,472 |        12.3 | __main__::add_one[ab… |
++----------+-----------------+-----------+----------+----------+----------+----------+-------------+----------------------+
+"""
+
+
+def test_the_nsys_report_gives_the_launch_and_the_kernel_times():
+    """16.6's launch-bound sentence reads these fields: each from its own table and column."""
+    from gpulib.playbook import correctness
+
+    got = correctness.launch_and_kernel(NSYS_STATS)
+    assert got == {"launch_api": "cuLaunchKernelEx", "launch_calls": 2050, "launch_avg_us": 9.8655,
+                   "launch_median_us": 7.032, "kernel_calls": 2050, "kernel_avg_us": 1.0562, "kernel_median_us": 1.024}
+    assert correctness.launch_and_kernel(NSYS_STATS.split(" ** CUDA GPU")[0]) == {}  # no kernel table: nothing quoted
+
+
+def test_the_stored_correctness_reports_show_each_tool_finding_its_bug():
+    """The stored GPU reports (benchmarks/results/correctness.json) are the tools' findings, not
+    their failures: memcheck an out-of-bounds access, racecheck a hazard, synccheck a barrier
+    error, the blocking run the wild kernel's line, nsys both tables."""
+    from gpulib.bench import correctness as correctness_bench
+
+    reports = correctness_bench.load()["reports"]
+    assert "out of bounds" in reports["memcheck"]["report"] and "ERROR SUMMARY: 1 error" in reports["memcheck"]["report"]
+    assert "Race reported" in reports["racecheck"]["report"]
+    assert "Barrier error" in reports["synccheck"]["report"]
+    assert "line A" in reports["launch_blocking"]["report_blocking"] and "line B" in reports["launch_blocking"]["report"]
+    assert reports["nsys"]["kernel_avg_us"] < reports["nsys"]["launch_avg_us"]
+    assert "OutOfMemoryError" in reports["memory_summary"]["report"]
+    for r in reports.values():
+        assert "site-packages/" not in r["report"].replace(".../site-packages/", ""), r["name"]  # no machine's paths

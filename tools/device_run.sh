@@ -19,6 +19,9 @@ wheels=(.whl/*.whl .whl/*/*.whl)  # flat, or in folders (core, cudnn, nb) that t
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site "${wheels[@]}" || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# shared libraries a tool of that machine lacks (libdw and libelf for the Nsight Systems that
+# comes inside Nsight Compute, whose report importer needs them) go in .whl/lib
+[ -d .whl/lib ] && export LD_LIBRARY_PATH=$PWD/.whl/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 python3 -c "import gpulib; gpulib.report()"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 if [ "${TESTS:-1}" = 1 ]; then

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,7 @@ _HEAD = "import gpulib\nimport numpy as np\nfrom numba import cuda, float32\n"
 
 PROGRAMS = {
     # name: (tool, what the bug is, the program)
-    "memcheck": ("memcheck", "an off-by-one bounds check writes one element past the end of Y", _HEAD + textwrap.dedent("""
+    "memcheck": ("memcheck", "an off-by-one bounds check reads X and writes Y past their ends", _HEAD + textwrap.dedent("""
         @cuda.jit
         def scale(X, Y):
             i = cuda.grid(1)
@@ -138,7 +139,8 @@ def tool_path(tool: str) -> str | None:
     name = "compute-sanitizer" if tool in ("memcheck", "racecheck", "synccheck") else tool
     found = shutil.which(name)
     folders = ("/usr/local/cuda*/bin", "/usr/local/cuda*/compute-sanitizer", "/usr/local/cuda*/nsight-systems-*/bin",
-               "/opt/nvidia/nsight-systems/*/bin", "/opt/nvidia/nsight-systems/bin")
+               "/opt/nvidia/nsight-systems/*/bin", "/opt/nvidia/nsight-systems/bin",
+               "/opt/nvidia/nsight-compute/*/host/target-linux-x64")  # Nsight Compute carries an nsys
     for pattern in folders:
         for folder in sorted(glob.glob(pattern), reverse=True):  # the newest version first
             if found is None and Path(folder, name).exists():
@@ -152,7 +154,8 @@ def _child(program: str, env: dict, prefix: list[str], timeout: int) -> str:
         path.write_text(program)
         done = subprocess.run(prefix + [sys.executable, str(path)], capture_output=True, text=True, env=env,
                               timeout=timeout, cwd=folder)
-        return (done.stdout + done.stderr).replace(str(path), "planted.py").replace(folder + "/", "")
+        text = (done.stdout + done.stderr).replace(str(path), "planted.py").replace(folder + "/", "")
+        return re.sub(r'"/[^"]*/site-packages/', '".../site-packages/', text)  # where this machine keeps its packages
 
 
 def _trim(report: str, keep: int = 40) -> str:
@@ -204,11 +207,45 @@ def run(name: str, timeout: int = 240) -> dict:
                                     rep + ".nsys-rep"], capture_output=True, text=True, timeout=timeout)
             out["command"] = ("nsys profile --trace=cuda -o step python planted.py; "
                               "nsys stats --report cuda_api_sum,cuda_gpu_kern_sum step.nsys-rep")
-            out["report"] = _trim(stats.stdout + stats.stderr, 40)
+            text = "\n".join(line for line in (stats.stdout + stats.stderr).splitlines()
+                             if not line.startswith(("Generating SQLite", "Processing [")))  # the tool's own paths
+            out["report"] = _trim(text, 40)
+            out.update(launch_and_kernel(text))
         return out
     out["command"] = f"compute-sanitizer --tool {tool} {' '.join(SANITIZER_OPTIONS)} python planted.py"
     out["report"] = _trim(_child(program, env, [exe, "--tool", tool, *SANITIZER_OPTIONS], timeout))
     return out
+
+
+def _table_rows(report: str, title: str) -> list[dict]:
+    """The rows of the table under ``** ... (title):`` in ``nsys stats``' text output, each a
+    dict from column name to cell (numbers with their thousands commas removed)."""
+    rows, header, inside = [], None, False
+    for line in report.splitlines():
+        if line.lstrip().startswith("**"):
+            inside, header = f"({title})" in line, None
+        elif inside and line.startswith("|"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if header is None:
+                header = cells
+            else:
+                rows.append({k: v.replace(",", "") for k, v in zip(header, cells)})
+    return rows
+
+
+def launch_and_kernel(report: str) -> dict:
+    """The launch API's and the kernel's calls and mean and median times (µs) read from the
+    stored ``nsys stats`` report, for the prose to quote; {} when it holds neither."""
+    if not isinstance(report, str):
+        raise ValueError(f"report must be the text nsys stats printed, not {type(report).__name__}")
+    launch = [r for r in _table_rows(report, "cuda_api_sum") if r.get("Name", "").startswith("cuLaunchKernel")]
+    kernel = [r for r in _table_rows(report, "cuda_gpu_kern_sum") if "add_one" in r.get("Name", "")]
+    if not launch or not kernel:
+        return {}
+    return {"launch_api": launch[0]["Name"], "launch_calls": int(launch[0]["Num Calls"]),
+            "launch_avg_us": float(launch[0]["Avg (ns)"]) / 1e3, "launch_median_us": float(launch[0]["Med (ns)"]) / 1e3,
+            "kernel_calls": int(kernel[0]["Instances"]), "kernel_avg_us": float(kernel[0]["Avg (ns)"]) / 1e3,
+            "kernel_median_us": float(kernel[0]["Med (ns)"]) / 1e3}
 
 
 def first_nonfinite(named) -> tuple[str, int] | None:
