@@ -69,7 +69,12 @@ def plot_roofline(rows: list[dict], limits: dict, measured: dict | None = None, 
     ax.set_yscale("log")
     ax.set_xlabel("산술 강도 (FLOP / 최소 바이트)")
     ax.set_ylabel("달성 속도 (TFLOP/s)")
-    ax.set_title(f"루프라인: 책의 커널과 라이브러리 ({device}; ○ fp32, □ fp16 텐서 코어)", fontsize=10)
+    elsewhere = {}  # rows timed on another GPU than the roofs' (stored results come from several runs)
+    for r in rows:
+        if r.get("device") and r["device"] not in device:
+            elsewhere.setdefault(r["device"], set()).add(r["section"])
+    note = "".join(f"; {', '.join(sorted(sections))}의 점은 {gpu}에서 잼" for gpu, sections in sorted(elsewhere.items()))
+    ax.set_title(f"루프라인: 책의 커널과 라이브러리 ({device}{note}; ○ fp32, □ fp16 텐서 코어)", fontsize=10)
     ax.legend(fontsize=7, loc="lower right")
     ax.grid(True, which="both", alpha=0.2)
     fig.tight_layout()
