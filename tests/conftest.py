@@ -18,7 +18,6 @@ def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
-
 def pytest_collection_modifyitems(session, config, items):
     """The slowest modules of the stored CI run (benchmarks/results/ci_time.json) first, the
     longest first, each module's own order kept: ``--dist loadscope`` hands modules out in this

@@ -117,17 +117,19 @@ def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, lim
                              f"not {stored!r:.60}")
     rows = []
 
-    def measured_on(start: int, stored: dict) -> None:  # the GPU each row was timed on (results mix runs)
-        for r in rows[start:]:
-            r["device"] = str(stored.get("device", "")).removeprefix("NVIDIA ")
+    def measured_on(*stored: dict) -> None:
+        """The GPU the rows added since the last call were timed on (the stored results mix runs):
+        the first of ``stored`` (a part, then its file) that names one."""
+        device = next((str(d["device"]) for d in stored if "device" in d), "").removeprefix("NVIDIA ")
+        for r in rows:
+            r.setdefault("device", device)
 
     layer = conv_direct["layer"]
     F = layer_flop(layer)
     for r in conv_direct["rows"]:
         section = "library" if "cuDNN" in r["name"] else "16.3"
         rows.append(place(r["name"], section, "fp32", F, conv_bytes(layer), r["ms"], limits))
-    measured_on(0, conv_direct)
-    start = len(rows)
+    measured_on(conv_direct)
     g = conv_gemm["gemm"]
     S = g["size"]
     best_v3 = min((r for r in g["rows"] if r["kind"] == "v3"), key=lambda r: r["ms"])
@@ -146,8 +148,7 @@ def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, lim
                                       limits))
         elif r["kind"] == "implicit" and ("precomp" not in r["name"] or r is best_precomp):
             rows.append(place(r["name"], "16.4", "fp32", layer_flop(L), conv_bytes(L), r["ms"], limits))
-    measured_on(start, conv_gemm)
-    start = len(rows)
+    measured_on(conv_gemm)
     tc = cudnn_tensorcore["tensor_cores"]
     S = tc["gemm"]["size"]
     for r in tc["gemm"]["rows"]:
@@ -158,15 +159,14 @@ def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, lim
         library = "cuDNN" in r["name"]
         rows.append(place(r["name"], "library" if library else "16.5", "fp16", layer_flop(L),
                           conv_bytes(L, 2, 2 if library else 4), r["ms"], limits))
-    measured_on(start, cudnn_tensorcore)
+    measured_on(cudnn_tensorcore)
     f4 = cudnn_tensorcore.get("winograd_f4")
     if f4:  # the direct convolution's FLOPs over its time: an effective rate (it multiplies 4x less)
         rows.append(place("Winograd F(4x4, 3x3), whole call (effective rate)", "16.5", "fp32", layer_flop(f4["layer"]),
                           conv_bytes(f4["layer"]), f4["event_ms"], limits))
-        measured_on(len(rows) - 1, f4 if "device" in f4 else cudnn_tensorcore)
+        measured_on(f4, cudnn_tensorcore)
     wg = cudnn_tensorcore.get("wgmma")
-    if wg:
-        start = len(rows)  # HGEMM v5-v7: the fastest configuration of each at the first size; conv v3 and v4
+    if wg:  # HGEMM v5-v7: the fastest configuration of each at the first size; conv v3 and v4
         first = wg["sizes"][0]
         S = first["size"]
         for version in ("v5", "v6", "v7"):
@@ -181,7 +181,7 @@ def book_kernels(conv_direct: dict, conv_gemm: dict, cudnn_tensorcore: dict, lim
                               layer_flop(conv["layer"]), conv_bytes(conv["layer"], 2, 4), conv[f"{version}_ms"], limits))
         rows.append(place(f"cuDNN's fastest plan ({conv['cudnn_best']['name'][:24]})", "library", "fp16",
                           layer_flop(conv["layer"]), conv_bytes(conv["layer"], 2, 2), conv["cudnn_best"]["ms"], limits))
-        measured_on(start, wg if "device" in wg else cudnn_tensorcore)
+        measured_on(wg, cudnn_tensorcore)
     return rows
 
 
