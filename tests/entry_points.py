@@ -333,7 +333,7 @@ def _tc_operands(r, M=32, N=16, K=32, dtype=f16):
                 C=gpulib.cuda.device_array((M, N), f32))
 
 
-for _v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7"):
+for _v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"):
     for _qual, _fn in (("gpulib.gemm.tensorcore.launch", tc_gemm.launch), ("gpulib.gemm.tensorcore.check_launch",
                                                                             tc_gemm.check_launch)):
         add(_qual, Entry(
@@ -366,6 +366,11 @@ add("gpulib.gemm.tc_wgmma.make_tc_gemm_v7", Entry(
                                        a["consumer_registers"], a["operands"]),
     ints={"bn": 8, "stages": 1, "registers": 24, "producer_registers": 24, "consumer_registers": 24},
     choices=("operands",), others={"registers": [("more than 255", 256)], "producer_registers": [("not a multiple of 8", 41)]}))
+add("gpulib.gemm.tc_wgmma.make_tc_gemm_v8", Entry(
+    lambda r: dict(bn=128, stages=4, operands="fp16", out="16-bit"),
+    lambda a: tc_wgmma.make_tc_gemm_v8(a["bn"], a["stages"], a["operands"], a["out"]),
+    ints={"bn": 8, "stages": 1}, choices=("operands", "out"),
+    others={"bn": [("not a multiple of 8", 60)], "stages": [("too many to stage C beside", 6 + 1)]}))
 
 # ---------------------------------------------------------------- the layers
 add("gpulib.mlp.layers.layer_forward", Entry(
@@ -1070,7 +1075,22 @@ def _sized_returns_its_choice(result, args) -> None:
     assert result is (args["gpu"] if gpulib.on_gpu() else args["sim"])
 
 
+def _fp16_product_is_right(result, args) -> None:
+    """C (fp16) holds A·Bᵀ rounded to fp16: v8 writes C in the operands' type when given so."""
+    A, Bt = (np.asarray(args[k].copy_to_host(), np.float64) for k in ("A", "Bt"))
+    gpulib.validate(args["C"], A @ Bt.T, scale=float((np.abs(A) @ np.abs(Bt).T).max()), name="v8 fp16 C")
+
+
+def _v8_config_is_named(result, args) -> None:
+    assert result == tc_gemm.V8_DEFAULT, result
+
+
 ACCEPTED: dict = {  # (entry point, argument, label) -> (why, check(result, args))
+    ("gpulib.gemm.tensorcore.launch#7", "C", "float16"): (
+        "v8 writes C in the operands' 16-bit type (as cuBLAS does for fp16 operands) when C is given so",
+        _fp16_product_is_right),
+    ("gpulib.gemm.tensorcore.check_launch#7", "C", "float16"): (
+        "v8 takes a C in the operands' 16-bit type", _v8_config_is_named),
     **{(f"gpulib.gemm.api.{fn}#0", op, "not C-order"): (
         "a transposed view (unit stride along its rows) is an operand every GEMM kernel reads, as cuBLAS takes "
         "transposed operands; matmul's trans_a/trans_b pass them", _product_is_right)

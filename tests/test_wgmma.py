@@ -128,11 +128,73 @@ def test_v7_over_several_blocks(rng, config):
     _check_v5(rng, 130, 2 * tc_gemm.V7_CONFIGS[config][0] - 20, 72, config, "v7")
 
 
+def _check_v8(rng, M, N, K, config, out=np.float32, operands="fp16"):
+    """v8 on random operands against the float64 product of the rounded operands; C poisoned
+    first (fp32, fp16, or bf16 words that are NaN), so a tile left unwritten fails."""
+    from gpulib import precision
+
+    A, Bt = rng.standard_normal((M, K)).astype(np.float32), rng.standard_normal((N, K)).astype(np.float32)
+    if operands == "fp16":
+        A_in, Bt_in = A.astype(np.float16), Bt.astype(np.float16)
+        A64, Bt64 = A_in.astype(np.float64), Bt_in.astype(np.float64)
+    else:
+        A_in, Bt_in = precision.bf16_bits(A), precision.bf16_bits(Bt)
+        A64, Bt64 = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_in, Bt_in))
+    want, scale = A64 @ Bt64.T, (np.abs(A64) @ np.abs(Bt64).T).max()
+    C = gpulib.poisoned((M, N), out)
+    tc_gemm.launch(cuda.to_device(A_in), cuda.to_device(Bt_in), C, version="v8", config=config, operands=operands)
+    got = C.copy_to_host()
+    if out == np.uint16:  # bf16 words: none may be left as poisoned, then their values
+        assert not gpulib.check.unwritten_mask(got).any(), "v8 left bf16 words of C unwritten"
+        got = precision.from_bf16_bits(got)
+    gpulib.validate(got, want, rtol=None if out == np.float32 else 1e-2, scale=scale, name=f"v8 {config}")
+    return got, want
+
+
+def test_v8_works_through_several_tiles_per_block(rng):
+    """Four tiles of 128x256 on the simulator's two blocks, three 64-deep stages each through 3
+    buffers: each block's second tile is fetched while its first is stored, and buffer parities
+    run on across tiles. N = 300 keeps C's rows 8-byte aligned (paired stores)."""
+    _check_v8(rng, 200, 300, 136, "128x256, 3 stages")
+
+
+def test_v8_stores_single_values_where_rows_are_not_8_byte_aligned(rng):
+    """N = 71: odd rows of C start at 4 bytes past a multiple of 8, where an 8-byte store would
+    fault; three tiles over two blocks."""
+    _check_v8(rng, 260, 71, 72, "128x128, 4 stages")
+
+
+def test_v8_writes_fp16_c_through_tma_stores(rng):
+    """C in fp16, staged in shared memory and written by the copy engine: ragged in M and N (the
+    boxes hang over C's edges and only what lies inside is written), each value the fp32 sum
+    rounded once (error within fp16's half-unit of the product's size)."""
+    got, want = _check_v8(rng, 200, 296, 136, "128x256, 3 stages", np.float16)
+    assert np.abs(got - want).max() <= 2.0**-11 * np.abs(want).max() * 1.01 + 1e-4 * np.abs(want).max()
+
+
+def test_v8_writes_bf16_c_in_bf16_words(rng):
+    _check_v8(rng, 130, 72, 72, "128x128, 6 stages", np.uint16, "bf16")
+
+
+def test_v8_refuses_a_c_it_cannot_stage():
+    f16 = lambda *shape: cuda.to_device(np.ones(shape, np.float16))  # noqa: E731
+    with pytest.raises(ValueError, match="a 16-bit C needs N a multiple of 8"):
+        tc_gemm.launch(f16(64, 16), f16(36, 16), cuda.device_array((64, 36), np.float16), version="v8")
+    with pytest.raises(ValueError, match=r"config must be one of \('128x256, 3 stages', .*\) for v8 with a 16-bit C"):
+        tc_gemm.launch(f16(64, 16), f16(32, 16), cuda.device_array((64, 32), np.float16), version="v8",
+                       config="128x256, 4 stages")
+    with pytest.raises(ValueError, match="C \\[M, N\\] must have dtype float32 or, for v8, the operands' uint16, not float16"):
+        tc_gemm.launch(cuda.to_device(np.ones((64, 16), np.uint16)), cuda.to_device(np.ones((32, 16), np.uint16)),
+                       cuda.device_array((64, 32), np.float16), version="v8", operands="bf16")
+    with pytest.raises(ValueError, match="stages=4 with bn=256 and a staged 65536-byte output tile needs"):
+        tc_gemm.make_tc_gemm_v8(256, 4, out="16-bit")
+
+
 def test_v7_refuses_an_unknown_version_or_config():
     A, Bt = cuda.to_device(np.ones((64, 16), np.uint16)), cuda.to_device(np.ones((32, 16), np.uint16))
     C = cuda.device_array((64, 32), np.float32)
-    with pytest.raises(ValueError, match=r"version must be one of \('v1', .*'v7'\), not 'v8'"):
-        tc_gemm.launch(A, Bt, C, version="v8")
+    with pytest.raises(ValueError, match=r"version must be one of \('v1', .*'v8'\), not 'v9'"):
+        tc_gemm.launch(A, Bt, C, version="v9")
     with pytest.raises(ValueError, match=r"config must be one of \('128x256, 3 stages', .*\) for v7, not 'huge'"):
         tc_gemm.launch(A, Bt, C, version="v7", config="huge", operands="bf16")
 
@@ -225,6 +287,16 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config, "v7")
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "USETMAXREG" in sass, config
+    for (operands, out), table in tc_gemm.V8_KERNELS.items():
+        for config, (kernel, _) in table.items():
+            dtype = np.float32 if out == "fp32" else (np.float16 if operands == "fp16" else np.uint16)
+            _check_v8(np.random.default_rng(0), 200, 264, 136, config, dtype, operands)
+            sass = "\n".join(kernel.inspect_sass().values())
+            assert "HGMMA" in sass and "UTMALDG" in sass, (config, out)
+            if out == "fp32":  # the results in 8-byte stores, no TMA store
+                assert "STG.E.64" in sass and "UTMASTG" not in sass, config
+            else:  # packed into shared memory, written by the copy engine
+                assert "UTMASTG" in sass and "F2FP" in sass, config
 
 
 @pytest.mark.parametrize("padding, stride", [(1, 1), (2, 2)])
@@ -306,20 +378,15 @@ def test_the_ring_timeline_never_refills_a_buffer_still_being_read(stages):
     assert (gaps > 0) == (stages == 2)  # with 3 or more buffers the copies hide behind the multiplies
 
 
-def test_grouped_tiles_cover_c_once(monkeypatch):
-    """The grouped numbering visits every tile of C exactly once, also with a ragged last group."""
-    from types import SimpleNamespace
-
-    block = SimpleNamespace(x=0)
-    from gpulib.gemm import tc_wgmma
-
-    monkeypatch.setattr(tc_wgmma, "cuda", SimpleNamespace(blockIdx=block))  # what the device function reads
-    for M, N in ((1000, 520), (4096, 4096), (130, 40)):
-        tiles_m, tiles_n = -(-M // 128), -(-N // 128)
-        seen = []
-        for block.x in range(tiles_m * tiles_n):
-            seen.append(_python(tc_gemm.grouped_tile)(M, N, 128, 128))
-        assert sorted(seen) == [(128 * i, 128 * j) for i in range(tiles_m) for j in range(tiles_n)]
+def test_grouped_tiles_cover_c_once():
+    """The grouped numbering visits every tile of C exactly once, also with a ragged last group,
+    and its first tiles share few rows of tiles (GROUP_M of them)."""
+    for M, N, bn in ((1000, 520, 128), (4096, 4096, 256), (130, 40, 128)):
+        tiles_m, tiles_n = -(-M // 128), -(-N // bn)
+        seen = [_python(tc_gemm.tile_origin)(tile, M, N, 128, bn) for tile in range(tiles_m * tiles_n)]
+        assert sorted(seen) == [(128 * i, bn * j) for i in range(tiles_m) for j in range(tiles_n)]
+        first = seen[: 2 * min(tiles_m, 8)]
+        assert len({row for row, _ in first}) == min(tiles_m, 8)
 
 
 def _bf16_operands(rng, M, N, K):

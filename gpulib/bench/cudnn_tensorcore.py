@@ -36,7 +36,7 @@ import math
 
 import numpy as np
 
-from gpulib.arrays import blocks
+from gpulib.arrays import blocks, to_host
 from gpulib.bench import cudnn_engines, nsight
 from gpulib.bench import measure as measuring
 from gpulib.book_layers import LAYER, LAYERS, flop, layer_inputs
@@ -255,13 +255,18 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
 
 
 WGMMA_SIZES = (4096, 8192)
-WGMMA_SASS = ("HGMMA", "LDGSTS", "UTMALDG", "SYNCS", "BAR", "all")
+WGMMA_SASS = ("HGMMA", "LDGSTS", "UTMALDG", "UTMASTG", "STG.E.64", "SYNCS", "BAR", "all")
 
 
-def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
+V8_NAME = "v8 (persistent, TMA)"
+
+
+def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = None, extras: bool = True) -> dict:
     """GEMM v5 (wgmma, cp.async) and v6 (wgmma, TMA) in each config against cuBLAS fp16 (CuPy) on
     C = A·Bᵀ, fp16 operands, every row checked against float64 first; v4 (WMMA) against cuBLAS
-    on C = A·B at the first size; each kernel's resources and SASS counts."""
+    on C = A·B at the first size; each kernel's resources and SASS counts. ``versions`` ({version:
+    configs}) limits the fp32-C rows to those; ``extras=False`` leaves out the WMMA rung, the
+    convolutions, the tile cost and the resources (a quick look at the GEMMs alone)."""
     import cupy
 
     rng = np.random.default_rng(16)
@@ -276,20 +281,26 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
         A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(Bt)
         rows = []
         for version, name in (("v5", "v5 (wgmma, cp.async)"), ("v6", "v6 (wgmma, TMA)"),
-                              ("v7", "v7 (wgmma, TMA, producer warpgroup)")):
-            for config in tc_gemm.CONFIGS[version][0]:
+                              ("v7", "v7 (wgmma, TMA, producer warpgroup)"), ("v8", V8_NAME + ", fp32 C")):
+            for config in tc_gemm.CONFIGS[version][0] if versions is None else versions.get(version, ()):
                 C = poisoned((S, S))
                 rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {name}, {config}",
                                           lambda: tc_gemm.launch(A_dev, Bt_dev, C, version=version, config=config), want,
                                           out=C, flop=flop,
                                           scale=scale, repeat=repeat))
                 C = None  # freed now (the timed lambdas hold them otherwise)
+        for config in tc_gemm.V8_KERNELS["fp16", "16-bit"]:  # like for like: C in fp16, as cuBLAS writes it
+            C = poisoned((S, S), np.float16)
+            rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {V8_NAME}, fp16 C, {config}",
+                                              lambda: tc_gemm.launch(A_dev, Bt_dev, C, version="v8", config=config),
+                                              want, out=C, flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
+            C = None
         cC = cupy.empty((S, S), cupy.float16)
         rows.append(measuring.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
                                   flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
         entry = dict(size=S, layout="C = A·Bᵀ", library=rows[-1]["name"], rows=measuring.with_ratio(rows, rows[-1]["ms"]))
         entry["bf16_rows"] = _bf16_rows(rng, S, repeat)
-        if S == sizes[0]:  # the WMMA rung (Bᵀ transposed to the [K, N] it reads, then C = A·B) against cuBLAS's A·B
+        if S == sizes[0] and extras:  # the WMMA rung (Bᵀ transposed to the [K, N] it reads, then C = A·B) against cuBLAS's A·B
             cB = cupy.ascontiguousarray(cBt.T)
             C = poisoned((S, S))
             wmma_rows = [measuring.checked_row("gpulib tensor-core GEMM v4 (WMMA), C = A·B",
@@ -301,6 +312,8 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
             C = cB = None  # freed now (the timed lambdas hold them otherwise)
         out.append(entry)
         A_dev = Bt_dev = cA = cBt = cC = None  # freed now (the timed lambdas hold them otherwise)
+    if not extras:
+        return dict(measuring.header(repeat), sizes=out)
     conv = measure_wgmma_conv(repeat)
     tile_cost = measure_tile_cost(repeat)
     kernels = {
@@ -311,6 +324,8 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES) -> dict:
             ("v5", tc_gemm.V5_KERNELS, tc_gemm.V5_THREADS),
             ("v6", tc_gemm.V6_KERNELS, tc_gemm.V5_THREADS),
             ("v7", tc_gemm.V7_KERNELS, tc_gemm.V7_THREADS),
+            ("v8", tc_gemm.V8_KERNELS["fp16", "fp32"], tc_gemm.V5_THREADS),
+            ("v8 fp16 C", tc_gemm.V8_KERNELS["fp16", "16-bit"], tc_gemm.V5_THREADS),
         )
         for config, (kernel, shared) in table.items()
     }
@@ -401,6 +416,7 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
     for version, name, config in (
         ("v6", "v6 (wgmma, TMA)", tc_gemm.V6_DEFAULT),
         ("v7", "v7 (wgmma, TMA, producer warpgroup)", tc_gemm.V7_DEFAULT),
+        ("v8", V8_NAME + ", fp32 C", tc_gemm.V8_DEFAULT),
     ):
         C = poisoned((S, S))  # fresh for each kernel: an element left unwritten fails its check
         rows.append(
@@ -415,6 +431,12 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
             )
         )
         C = None  # freed now (the timed lambdas hold them otherwise)
+    C = poisoned((S, S), np.uint16)  # bf16 words; the poison is a NaN word
+    rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {V8_NAME}, bf16, bf16 C, {tc_gemm.V8_DEFAULT}",
+                                      lambda: tc_gemm.launch(A_dev, Bt_dev, C, version="v8", operands="bf16"), want,
+                                      out=C, view=lambda words: precision.from_bf16_bits(to_host(words)), flop=flop,
+                                      scale=scale, rtol=1.6e-2, repeat=repeat))
+    C = None
     tA, tBt = (torch.as_tensor(precision.from_bf16_bits(w), device="cuda").to(torch.bfloat16) for w in (A_words, Bt_words))
     out = torch.empty((S, S), device="cuda", dtype=torch.bfloat16)
     rows.append(

@@ -27,33 +27,40 @@ GROUP_M = 8  # tile rows that sweep the columns together (grouped_tile)
 
 
 @cuda.jit(device=True)
-def grouped_tile(M, N, bm, bn):
-    """(row0, col0) of block blockIdx.x's bm x bn tile of C [M, N], numbered so that groups of
-    GROUP_M tile rows sweep the tile columns together: the blocks running at the same time share
-    a few panels of A and of Bᵀ, which then stay in L2, instead of each block row reading all of Bᵀ."""
+def tile_origin(tile, M, N, bm, bn):
+    """(row0, col0) of the bm x bn tile of C [M, N] numbered ``tile``, numbered so that groups of
+    GROUP_M tile rows sweep the tile columns together: the tiles worked on at the same time share
+    a few panels of A and of Bᵀ, which then stay in L2, instead of each row of tiles reading all of Bᵀ."""
     tiles_m = (M + bm - 1) // bm
     tiles_n = (N + bn - 1) // bn
     per_group = GROUP_M * tiles_n
-    first = (cuda.blockIdx.x // per_group) * GROUP_M
+    first = (tile // per_group) * GROUP_M
     size = min(tiles_m - first, GROUP_M)
-    inside = cuda.blockIdx.x % per_group
+    inside = tile % per_group
     return (first + inside % size) * bm, (inside // size) * bn
+
+
+@cuda.jit(device=True)
+def grouped_tile(M, N, bm, bn):
+    """tile_origin of block blockIdx.x's tile: one block per tile."""
+    return tile_origin(cuda.blockIdx.x, M, N, bm, bn)
 
 
 MAX_DYNAMIC_SHARED = 227 * 1024  # bytes of shared memory a block may opt in to (compute capability 9.0)
 
 
-def _check_config(bn, stages, operands, least_stages: int) -> None:
+def _check_config(bn, stages, operands, least_stages: int, staged_bytes: int = 0) -> None:
     """A wgmma GEMM's tile width, ring depth and operands, as the GPU requires them (on the simulator too)."""
     if isinstance(bn, bool) or bn not in wgmma.STORE:
         raise ValueError(f"bn must be one of {tuple(wgmma.STORE)} (the wgmma tile's N), not {bn!r}")
     stages = require_int(stages, "stages", least_stages)
     if operands not in ("fp16", "bf16"):
         raise ValueError(f"operands must be 'fp16' or 'bf16', not {operands!r}")
-    shared = stages * (V5_BM * V5_BK * 2 + bn * V5_BK * 2)
+    shared = stages * (V5_BM * V5_BK * 2 + bn * V5_BK * 2) + staged_bytes
     if shared > MAX_DYNAMIC_SHARED:
-        raise ValueError(f"stages={stages} with bn={bn} needs {shared} bytes of shared memory; a block may hold at "
-                         f"most {MAX_DYNAMIC_SHARED}")
+        staged = f" and a staged {staged_bytes}-byte output tile" if staged_bytes else ""
+        raise ValueError(f"stages={stages} with bn={bn}{staged} needs {shared} bytes of shared memory; a block may "
+                         f"hold at most {MAX_DYNAMIC_SHARED}")
 
 
 def make_tc_gemm_v5(bn: int, stages: int, operands: str = "fp16"):
@@ -126,6 +133,17 @@ V5_KERNELS = {name: make_tc_gemm_v5(*config) for name, config in V5_CONFIGS.item
 V6_CONFIGS = {"128x128, 4 stages": (128, 4), "128x128, 3 stages": (128, 3), "128x256, 4 stages": (256, 4),
               "128x256, 3 stages": (256, 3)}
 V6_DEFAULT = "128x256, 4 stages"  # the fastest measured (4096³ on an H200)
+
+
+def _tma_request_at(a_bytes: int, stage_bytes: int):
+    @cuda.jit(device=True)
+    def request_at(smem, base, bars, s, a_map, b_map, row0, col0, k0):
+        """(One thread) announce a stage's bytes on barrier ``s`` and ask TMA for A[row0:+128,
+        k0:+64] and Bᵀ[col0:+bn, k0:+64] into buffer ``s``."""
+        tma.expect(bars, s, stage_bytes)
+        tma.load(smem, base + s * stage_bytes, a_map, row0, k0, bars, s)
+        tma.load(smem, base + s * stage_bytes + a_bytes, b_map, col0, k0, bars, s)
+    return request_at
 
 
 def _tma_request(stages: int, a_bytes: int, stage_bytes: int):
@@ -280,6 +298,122 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
 
 V7_KERNELS = {name: make_tc_gemm_v7(*config) for name, config in V7_CONFIGS.items()}
 
+V8_CONFIGS = {  # bn, stages; a staged 16-bit output tile takes bn / 64 boxes of 16 KiB besides
+    "128x256, 3 stages": (256, 3),  # 144 KiB of ring + 64 KiB staged
+    "128x256, 4 stages": (256, 4),  # fp32 C only: 192 KiB of ring leaves no room to stage
+    "128x128, 4 stages": (128, 4),
+    "128x128, 6 stages": (128, 6),  # 192 KiB of ring + 32 KiB staged
+}
+V8_DEFAULT = "128x256, 3 stages"
+OUTPUTS = ("fp32", "16-bit")  # C as float32, or in the operands' own type (fp16, or bf16 words)
+SIMULATED_SMS = 2  # v8's grid on the simulator: two blocks, each working through several tiles
+
+
+def _v8_shared_bytes(bn: int, stages: int, out: str) -> int:
+    """Dynamic shared memory of v8 with this tile, ring and output (the atom's alignment included)."""
+    staged = (bn // 64) * wgmma.BOX_BYTES if out == "16-bit" else 0
+    return stages * (V5_BM * V5_BK * 2 + bn * V5_BK * 2) + staged + wgmma.ATOM_BYTES
+
+
+def make_tc_gemm_v8(bn: int, stages: int, operands: str = "fp16", out: str = "fp32"):
+    """Version 8 for a 128 x ``bn`` block tile, ``stages`` buffers, fp16 or bf16 operands and C in
+    fp32 or (``out="16-bit"``) the operands' type: persistent, one block an SM works through the
+    tiles blockIdx.x, blockIdx.x + gridDim.x, ... (tile_origin's grouped order), with one ring of
+    buffers for all of them, so the next tile's first boxes land while this one's results go
+    out; fp32 results leave in 8-byte stores, 16-bit ones through shared memory and TMA stores
+    that run on while the next tile is multiplied. Returns (kernel, shared bytes)."""
+    if out not in OUTPUTS:
+        raise ValueError(f"out must be one of {OUTPUTS}, not {out!r}")
+    staged = out == "16-bit"
+    _check_config(bn, stages, operands, 2)
+    if staged:  # the tile's 16-bit results beside the ring
+        _check_config(bn, stages, operands, 2, (bn // 64) * wgmma.BOX_BYTES)
+    multiply = wgmma.MULTIPLY_TILE[operands, bn]
+    store_pairs, stage_out = wgmma.EPILOGUE[operands, bn]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    out_offset = stages * stage_bytes  # the staged tile: after the ring, 1024-byte aligned like it
+    boxes = bn // 64
+    acc_size = bn // 2
+    request_at = _tma_request_at(a_bytes, stage_bytes)
+
+    @cuda.jit(device=True)
+    def request(smem, base, bars, a_map, b_map, M, N, steps, f):
+        """(One thread) the f-th 64-deep stage of this block's run of tiles: tile f // steps of
+        its own, k-step f mod steps, into buffer f mod stages."""
+        row0, col0 = tile_origin(cuda.blockIdx.x + (f // steps) * cuda.gridDim.x, M, N, V5_BM, bn)
+        request_at(smem, base, bars, f % stages, a_map, b_map, row0, col0, (f % steps) * V5_BK)
+
+    @tma.kernel
+    def tc_gemm_v8_kernel(a_map, b_map, c_map, C, K):
+        """Block b owns tiles b, b + gridDim.x, ... of C; warpgroup g their rows 64g .. 64g + 63.
+        ``c_map`` is C's tensor map when C is 16-bit (unread for fp32 C)."""
+        smem = cuda.shared.array(0, float16)
+        bars = cuda.shared.array(stages, uint64)
+        base = 2 * wgmma.aligned_start(smem)
+        acc = cuda.local.array(acc_size, float32)
+        t = cuda.threadIdx.x
+        group = t // wgmma.WARPGROUP
+        M, N = C.shape
+        steps = (K + V5_BK - 1) // V5_BK
+        tiles = ((M + V5_BM - 1) // V5_BM) * ((N + bn - 1) // bn)
+        mine = max(tiles - cuda.blockIdx.x + cuda.gridDim.x - 1, 0) // cuda.gridDim.x
+        total = mine * steps  # the stages of all this block's tiles, in one stream
+        paired = (C.strides[0] // 4) % 2 == 0  # fp32 rows start at multiples of 8 bytes
+        if t == 0:
+            for s in range(stages):
+                tma.init(bars, s, 1)
+            tma.acquire(a_map)
+            tma.acquire(b_map)
+            if staged:
+                tma.acquire(c_map)
+        tma.fence_init()
+        cuda.syncthreads()
+        if t == 0:
+            for f in range(min(stages - 1, total)):
+                request(smem, base, bars, a_map, b_map, M, N, steps, f)
+        for f in range(total):
+            k = f % steps
+            s = f % stages
+            tma.wait(bars, s, (f // stages) % 2)
+            wgmma.fence()
+            stage = base + s * stage_bytes
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, min(k, 1))  # k = 0: from zero
+            wgmma.commit()
+            wgmma.wait_one()  # this warpgroup's multiplies of stage f - 1 are done
+            cuda.syncthreads()  # ... and every warpgroup's: that buffer may be refilled
+            if t == 0 and f + stages - 1 < total:  # may be the next tile's: it lands during the epilogue
+                request(smem, base, bars, a_map, b_map, M, N, steps, f + stages - 1)
+            if k == steps - 1:  # the tile is summed: out with it
+                wgmma.wait_all()
+                row0, col0 = tile_origin(cuda.blockIdx.x + (f // steps) * cuda.gridDim.x, M, N, V5_BM, bn)
+                if staged:
+                    if t == 0:
+                        tma.store_wait_read()  # the previous tile's boxes have left the staged tile
+                    cuda.syncthreads()
+                    stage_out(smem, base + out_offset, wgmma.M_TILE * group, acc)
+                    wgmma.fence_async_proxy()  # these writes, visible to the copy engine ...
+                    cuda.syncthreads()  # ... every thread's
+                    if t == 0:
+                        for j in range(boxes):
+                            tma.store(smem, base + out_offset + j * wgmma.BOX_BYTES, c_map, row0, col0 + 64 * j)
+                        tma.store_commit()
+                else:
+                    store_pairs(C, row0 + wgmma.M_TILE * group, col0, acc, paired)
+        if staged and t == 0:
+            tma.store_wait()  # the last boxes written before the block (and its shared memory) goes
+
+    return tc_gemm_v8_kernel, _v8_shared_bytes(bn, stages, out)
+
+
+def _v8_table(operands: str, out: str) -> dict:
+    """v8's configs that fit this output's shared memory, each (kernel, shared bytes)."""
+    return {name: make_tc_gemm_v8(bn, stages, operands, out) for name, (bn, stages) in V8_CONFIGS.items()
+            if _v8_shared_bytes(bn, stages, out) <= MAX_DYNAMIC_SHARED}
+
+
+V8_KERNELS = {(operands, out): _v8_table(operands, out) for operands in ("fp16", "bf16") for out in OUTPUTS}
+
 # every version and config with either operand type: (version, operands) → {config: (kernel, shared bytes)};
 # bf16 operands are uint16 arrays of bf16 words (gpulib.precision.bf16_bits)
 KERNELS = {
@@ -289,7 +423,9 @@ KERNELS = {
     ("v6", "bf16"): {name: make_tc_gemm_v6(*config, "bf16") for name, config in V6_CONFIGS.items()},
     ("v7", "fp16"): V7_KERNELS,
     ("v7", "bf16"): {name: make_tc_gemm_v7(*config, "bf16") for name, config in V7_CONFIGS.items()},
+    ("v8", "fp16"): V8_KERNELS["fp16", "fp32"],
+    ("v8", "bf16"): V8_KERNELS["bf16", "fp32"],
 }
 # version → (its configs, the default, threads per block)
 CONFIGS = {"v5": (V5_CONFIGS, V5_DEFAULT, V5_THREADS), "v6": (V6_CONFIGS, V6_DEFAULT, V5_THREADS),
-           "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS)}
+           "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS), "v8": (V8_CONFIGS, V8_DEFAULT, V5_THREADS)}

@@ -5,8 +5,10 @@ ladder's one launcher, and ``matmul_tc`` for any sizes.
     C = matmul_tc(A, B, version="v2")   # NumPy or device A [M, K], B [K, N], padded as needed
 
 Versions 1-4 are warp-level WMMA kernels (gemm/tc_wmma.py: from global memory, then block tiles
-staged in shared memory, 16-byte copies, asynchronous copies); versions 5-7 use Hopper's
-warpgroup MMA (gemm/tc_wgmma.py: a cp.async ring, TMA and mbarriers, a producer warpgroup).
+staged in shared memory, 16-byte copies, asynchronous copies); versions 5-8 use Hopper's
+warpgroup MMA (gemm/tc_wgmma.py: a cp.async ring, TMA and mbarriers, a producer warpgroup, a
+persistent kernel whose results leave through TMA stores). Version 8 alone also writes C in the
+operands' 16-bit type (as cuBLAS does for fp16 operands) when C is given so.
 16.5's notebook says what each rung changes and what it buys. What must stay true: every
 version takes the same operands, and every precondition is a ValueError before any launch
 (``check_launch``).
@@ -18,9 +20,11 @@ import numpy as np
 from numba import cuda
 
 from gpulib.arrays import blocks, is_device_array, output, require, require_real, to_device, to_host
+from gpulib.env import on_gpu
 from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels and configs, reached from here)
     CONFIGS,
     KERNELS,
+    SIMULATED_SMS,
     V5_BM,
     V5_CONFIGS,
     V5_DEFAULT,
@@ -33,10 +37,15 @@ from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels and conf
     V7_DEFAULT,
     V7_KERNELS,
     V7_THREADS,
+    V8_CONFIGS,
+    V8_DEFAULT,
+    V8_KERNELS,
     grouped_tile,
     make_tc_gemm_v5,
     make_tc_gemm_v6,
     make_tc_gemm_v7,
+    make_tc_gemm_v8,
+    tile_origin,
 )
 from gpulib.gemm.tc_wmma import (  # noqa: F401
     BM,
@@ -56,7 +65,7 @@ from gpulib.tensorcore import tma, wgmma
 from gpulib.tensorcore.wmma import TILE
 
 VERSIONS = ("v1", "v2", "v3", "v4")  # WMMA (warp-level), B given as [K, N]
-WGMMA_VERSIONS = ("v5", "v6", "v7")  # warpgroup MMA, B given as Bᵀ [N, K]
+WGMMA_VERSIONS = ("v5", "v6", "v7", "v8")  # warpgroup MMA, B given as Bᵀ [N, K]
 
 
 OPERANDS = {"fp16": np.float16, "bf16": np.uint16}  # bf16 operands as uint16 arrays of bf16 words
@@ -80,7 +89,11 @@ def check_launch(A, Bt, C, *, version: str, config: str | None = None, operands:
                          "multiply fp16 only")
     _require_operand(A, "A", OPERANDS[operands], "[M, K]")
     _require_operand(Bt, "Bt", OPERANDS[operands], "[N, K]")
-    _require_operand(C, "C", np.float32, "[M, N]")
+    sixteen = version == "v8" and is_device_array(C) and np.dtype(C.dtype) == OPERANDS[operands]
+    if version == "v8" and not sixteen and is_device_array(C) and np.dtype(C.dtype) != np.float32:
+        raise ValueError(f"C [M, N] must have dtype float32 or, for v8, the operands' {np.dtype(OPERANDS[operands]).name}, "
+                         f"not {np.dtype(C.dtype).name}")
+    _require_operand(C, "C", OPERANDS[operands] if sixteen else np.float32, "[M, N]")
     (M, K), N = A.shape, Bt.shape[0]
     if Bt.shape[1] != K:
         raise ValueError(f"A [M, K] and Bt [N, K] need the same K; got A {tuple(A.shape)} and Bt {tuple(Bt.shape)}")
@@ -99,6 +112,12 @@ def check_launch(A, Bt, C, *, version: str, config: str | None = None, operands:
     config = default if config is None else config
     if config not in configs:
         raise ValueError(f"config must be one of {tuple(configs)} for {version}, not {config!r}")
+    if sixteen:
+        if N % 8:
+            raise ValueError(f"a 16-bit C needs N a multiple of 8 (the copy engine writes 16-byte rows); got N={N}")
+        if config not in V8_KERNELS[operands, "16-bit"]:
+            raise ValueError(f"config must be one of {tuple(V8_KERNELS[operands, '16-bit'])} for v8 with a 16-bit C "
+                             f"(the others leave no shared memory to stage it), not {config!r}")
     reason = wgmma.unsupported_device()
     if reason:
         raise ValueError(f"version {version}: {reason}")
@@ -119,10 +138,11 @@ def transpose16_kernel(Bt, B):
 def launch(A, Bt, C, *, version: str, config: str | None = None, operands: str = "fp16") -> None:
     """C [M, N] (fp32) = A [M, K] · Btᵀ by any version of the ladder, all on the same device operands:
     A [M, K] and Bt = Bᵀ [N, K], C-contiguous fp16 (bf16 words as uint16 with ``operands="bf16"``,
-    versions 5-7), C [M, N] float32. Versions 1-4 need M, N, K multiples of 16 and read B as
-    [K, N]: Bt is transposed on the device first (into a buffer kept per shape); versions 5-7 need
-    K a multiple of 8 and, on a GPU, compute capability 9.0; ``config`` picks their tile (None:
-    the version's default). Every precondition is checked before any launch (``check_launch``)."""
+    versions 5-8), C [M, N] float32 (v8: or the operands' dtype, N a multiple of 8). Versions 1-4
+    need M, N, K multiples of 16 and read B as [K, N]: Bt is transposed on the device first (into
+    a buffer kept per shape); versions 5-8 need K a multiple of 8 and, on a GPU, compute
+    capability 9.0; ``config`` picks their tile (None: the version's default). Every
+    precondition is checked before any launch (``check_launch``)."""
     config = check_launch(A, Bt, C, version=version, config=config, operands=operands)
     (M, K), N = A.shape, Bt.shape[0]
     if version in VERSIONS:
@@ -132,14 +152,29 @@ def launch(A, Bt, C, *, version: str, config: str | None = None, operands: str =
         transpose16_kernel[(blocks(N, 16), blocks(K, 16)), (16, 16)](Bt, B)
         _launch_wmma(version, A, B, C)
         return
-    kernel, shared = KERNELS[version, operands][config]
     bn = CONFIGS[version][0][config][0]
     grid = blocks(N, bn) * blocks(M, V5_BM)
+    if version == "v8":
+        out = "fp32" if np.dtype(C.dtype) == np.float32 else "16-bit"
+        kernel, shared = V8_KERNELS[operands, out][config]
+        a_map, b_map = (tma.cached_map(X, (rows, tma.BOX_K)).argument for X, rows in ((A, V5_BM), (Bt, bn)))
+        c_map = tma.cached_map(C, (V5_BM, tma.BOX_K)).argument if out == "16-bit" else a_map
+        wgmma.launch(kernel, min(grid, resident_blocks()), V5_THREADS, shared, a_map, b_map, c_map, C, K)
+        return
+    kernel, shared = KERNELS[version, operands][config]
     if version == "v5":
         wgmma.launch(kernel, grid, V5_THREADS, shared, A, Bt, C)
     else:
         a_map, b_map = (tma.cached_map(X, (rows, tma.BOX_K)).argument for X, rows in ((A, V5_BM), (Bt, bn)))
         wgmma.launch(kernel, grid, CONFIGS[version][2], shared, a_map, b_map, C, K)
+
+
+def resident_blocks() -> int:
+    """v8's grid: one block per SM of this GPU (each holds a whole SM's shared memory); on the
+    simulator, tc_wgmma.SIMULATED_SMS, so that each block works through several tiles."""
+    if not on_gpu():
+        return SIMULATED_SMS
+    return cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
 def _padded(a: np.ndarray, rows_multiple: int = TILE, cols_multiple: int = TILE) -> np.ndarray:

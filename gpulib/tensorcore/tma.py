@@ -85,6 +85,26 @@ extern "C" __device__ int gpulib_tma_load_4d(int* ret, unsigned long long dst, u
                  :: "r"(gpulib_smem(dst)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(gpulib_smem(bar)) : "memory");
     return 0;
 }
+// The way out (GEMM v8's epilogue): a box of shared memory written to the mapped array by the copy
+// engine; stores are grouped (commit), and a group's wait with .read returns once the engine has
+// read the shared memory (it may be written again), without .read once the writes are done.
+extern "C" __device__ int gpulib_tma_store_2d(int* ret, unsigned long long map, unsigned long long src, int col, int row) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
+                 :: "l"(map), "r"(gpulib_smem(src)), "r"(col), "r"(row) : "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_bulk_commit(int* ret) {
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_bulk_wait_read(int* ret) {
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_bulk_wait(int* ret) {
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    return 0;
+}
 """
 
 ON_GPU = on_gpu()
@@ -192,6 +212,21 @@ if ON_GPU:
         of the shared array (1024-byte aligned) in the 128B swizzle; barrier ``s`` counts its bytes."""
         _load(smem.ctypes.data + byte, tensor_map.ctypes.data, col, row, _at(bars, s))
 
+    _store = cuda.declare_device("gpulib_tma_store_2d", _i32(uint64, uint64, _i32, _i32))
+    store_commit = cuda.declare_device("gpulib_bulk_commit", _i32())
+    store_wait_read = cuda.declare_device("gpulib_bulk_wait_read", _i32())
+    store_wait = cuda.declare_device("gpulib_bulk_wait", _i32())
+
+    @cuda.jit(device=True)
+    def store(smem, byte, tensor_map, row, col):
+        """(One thread) ask the copy engine to write the box at byte ``byte`` of the shared array
+        (1024-byte aligned, 128B swizzle, as ``load`` leaves one) to (row, col) of the mapped
+        array; what lies outside the array is not written. Asynchronous: ``store_commit`` closes
+        the group, ``store_wait_read`` waits until the box has been read out of shared memory,
+        ``store_wait`` until it is written. The threads that wrote the box must first make their
+        writes visible to the copy engine (wgmma.fence_async_proxy, then a barrier)."""
+        _store(tensor_map.ctypes.data, smem.ctypes.data + byte, col, row)
+
     @cuda.jit(device=True)
     def load3(smem, byte, tensor_map, i0, i1, i2, bars, s):
         """``load`` for a 3-D map: the box at index (i0, i1, i2) of the array (any index may be
@@ -292,6 +327,29 @@ else:
         for i in range(8):
             memory[at + i] = rows[:, i::8]
         _barrier(bars, s).add(0, -box.nbytes)  # the whole box counts, zeros included, as on a GPU
+
+    @cuda.jit(device=True)
+    def store(smem, byte, tensor_map, row, col):
+        """Emulation: the box read from its swizzled places and written at once, what lies inside
+        the array only."""
+        target = np.asarray(tensor_map.array).view(np.uint16)  # a view: writes reach the array
+        rows, width = tensor_map.box
+        r = np.arange(rows)[:, None]
+        chunks = np.arange(BOX_K // 8)[None, :]
+        at = (byte + wgmma.swizzled_byte(r, chunks)) // 2
+        memory = np.asarray(smem).view(np.uint16)
+        box = np.empty((rows, width), np.uint16)
+        for i in range(8):
+            box[:, i::8] = memory[at + i]
+        inside_rows = max(min(rows, target.shape[0] - row), 0)
+        inside_cols = max(min(width, target.shape[1] - col), 0)
+        target[row:row + inside_rows, col:col + inside_cols] = box[:inside_rows, :inside_cols]
+
+    @cuda.jit(device=True)
+    def store_commit():
+        pass
+
+    store_wait_read = store_wait = store_commit
 
     @cuda.jit(device=True)
     def load(smem, byte, tensor_map, row, col, bars, s):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, types, uint32, uint64
 
+from gpulib import precision
 from gpulib.env import on_gpu
 from gpulib.launch import BoundLaunch
 from gpulib.tensorcore import wgmma_model, wmma
@@ -92,6 +93,31 @@ extern "C" __device__ int gpulib_wgmma_wait1(int* ret) {
 }
 extern "C" __device__ int gpulib_fence_async_proxy(int* ret) {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    return 0;
+}
+"""
+    + r"""
+// GEMM v8's epilogue: two fp32 results rounded and packed into one 32-bit word of shared memory
+// (cvt's first source goes to the upper half: the second column), or stored side by side in
+// global memory with one 8-byte store.
+static __device__ __forceinline__ unsigned gpulib_wg_smem(unsigned long long p) {
+    unsigned long long s; asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(p)); return static_cast<unsigned>(s);
+}
+extern "C" __device__ int gpulib_st_shared_f16x2(int* ret, unsigned long long ptr, float lo, float hi) {
+    unsigned packed;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+    asm volatile("st.shared.b32 [%0], %1;" :: "r"(gpulib_wg_smem(ptr)), "r"(packed) : "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_st_shared_bf16x2(int* ret, unsigned long long ptr, float lo, float hi) {
+    unsigned packed;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+    asm volatile("st.shared.b32 [%0], %1;" :: "r"(gpulib_wg_smem(ptr)), "r"(packed) : "memory");
+    return 0;
+}
+extern "C" __device__ int gpulib_st_global_v2_f32(int* ret, unsigned long long ptr, float lo, float hi) {
+    unsigned long long g; asm("cvta.to.global.u64 %0, %1;" : "=l"(g) : "l"(ptr));
+    asm volatile("st.global.v2.f32 [%0], {%1, %2};" :: "l"(g), "f"(lo), "f"(hi) : "memory");
     return 0;
 }
 """
@@ -186,6 +212,76 @@ def store_n256(C, row, col, acc):
     _store16(C, r0, c0, acc, 16)
 
 
+BOX_BYTES = 128 * 128  # a 128-row box of 64 16-bit values: GEMM v8's staged tile, per 64 columns
+
+
+def _pair_groups(groups: int):
+    @cuda.jit(device=True)
+    def pair_groups(C, r0, c0, acc, first, paired):
+        """_store_groups with each two neighbours in one 8-byte store where ``paired`` (C's rows
+        start at multiples of 8 bytes) and both lie inside C."""
+        for j in range(first, first + groups):
+            c = c0 + 8 * j
+            for h in range(2):
+                r = r0 + 8 * h
+                if r < C.shape[0]:
+                    if paired and c + 1 < C.shape[1]:
+                        store_pair(C, r, c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1])
+                    else:
+                        if c < C.shape[1]:
+                            C[r, c] = acc[4 * j + 2 * h]
+                        if c + 1 < C.shape[1]:
+                            C[r, c + 1] = acc[4 * j + 2 * h + 1]
+
+    return pair_groups
+
+
+def _stage_groups(groups: int, pack):
+    @cuda.jit(device=True)
+    def stage_groups(smem, out, r0, c0, acc, first):
+        """Column groups first .. first + groups - 1 of this thread's accumulators, rounded to 16
+        bits, into the staged tile at byte ``out``: row r0 (and r0 + 8) of the tile, columns
+        c0 + 8j and c0 + 8j + 1 packed in one 4-byte word, in the box of their 64 columns, at the
+        128-byte swizzle's place (chunk j mod 8 of the row, XOR the row mod 8). A warp's 32 words
+        then fall in 32 different banks."""
+        for j in range(first, first + groups):
+            for h in range(2):
+                r = r0 + 8 * h
+                byte = out + (j // 8) * BOX_BYTES + r * 128 + (((j % 8) ^ (r % 8)) * 16) + 2 * c0
+                pack(smem, byte, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1])
+
+    return stage_groups
+
+
+def _epilogues(n: int, operands: str):
+    """The two ways out of a 64 x n tile of accumulators: to fp32 C in 8-byte stores, or staged in
+    shared memory as 16-bit words for the copy engine (``operands``' type)."""
+    loops = [(first, min(16, n // 8 - first)) for first in range(0, n // 8, 16)]  # unrolled loops of <= 16
+    pairs = [(_pair_groups(size), first) for first, size in loops]
+    stages = [(_stage_groups(size, PACK[operands]), first) for first, size in loops]
+    (p0, f0), (p1, f1) = pairs[0], pairs[-1]
+    (s0, g0), (s1, g1) = stages[0], stages[-1]
+    two = len(loops) == 2
+
+    @cuda.jit(device=True)
+    def store_pairs(C, row, col, acc, paired):
+        """C[row:+64, col:+n] = this warpgroup's accumulators, in 8-byte stores where ``paired``."""
+        r0, c0 = accumulator_corner(row, col)
+        p0(C, r0, c0, acc, f0, paired)
+        if two:
+            p1(C, r0, c0, acc, f1, paired)
+
+    @cuda.jit(device=True)
+    def stage(smem, out, row, acc):
+        """This warpgroup's accumulators into rows row .. row + 63 of the staged tile at byte ``out``."""
+        r0, c0 = accumulator_corner(row, 0)
+        s0(smem, out, r0, c0, acc, g0)
+        if two:
+            s1(smem, out, r0, c0, acc, g1)
+
+    return store_pairs, stage
+
+
 @cuda.jit(device=True)
 def fill(acc, value):
     for i in range(acc.shape[0]):
@@ -239,6 +335,26 @@ if ON_GPU:
 
     mma_n64, mma_n128, mma_n256 = (_linked_mma(n) for n in N_SIZES)
     mma_bf16_n64, mma_bf16_n128, mma_bf16_n256 = (_linked_mma(n, "bf16") for n in N_SIZES)
+
+    _pair_sig = types.int32(uint64, types.float32, types.float32)
+    _st_f16x2 = cuda.declare_device("gpulib_st_shared_f16x2", _pair_sig)
+    _st_bf16x2 = cuda.declare_device("gpulib_st_shared_bf16x2", _pair_sig)
+    _st_v2 = cuda.declare_device("gpulib_st_global_v2_f32", _pair_sig)
+
+    @cuda.jit(device=True)
+    def pack_fp16(smem, byte, lo, hi):
+        """Bytes ``byte`` .. ``byte`` + 3 of the shared array = lo, hi rounded to fp16 (one 4-byte store)."""
+        _st_f16x2(smem.ctypes.data + byte, lo, hi)
+
+    @cuda.jit(device=True)
+    def pack_bf16(smem, byte, lo, hi):
+        """``pack_fp16`` with bf16 words (round to nearest, ties to even)."""
+        _st_bf16x2(smem.ctypes.data + byte, lo, hi)
+
+    @cuda.jit(device=True)
+    def store_pair(C, r, c, lo, hi):
+        """C[r, c], C[r, c + 1] = lo, hi (fp32) with one 8-byte store: the address must be a multiple of 8."""
+        _st_v2(C.ctypes.data + 4 * (r * (C.strides[0] // 4) + c), lo, hi)
 
 else:
     import threading
@@ -333,6 +449,24 @@ else:
         pass
 
     commit = wait_all = wait_one = fence_async_proxy = fence
+
+    @cuda.jit(device=True)
+    def pack_fp16(smem, byte, lo, hi):
+        """Emulation: the two fp16 words in place."""
+        words = np.asarray(smem).view(np.uint16)
+        words[byte // 2 : byte // 2 + 2] = np.array([lo, hi], np.float32).astype(np.float16).view(np.uint16)
+
+    @cuda.jit(device=True)
+    def pack_bf16(smem, byte, lo, hi):
+        """Emulation: the two bf16 words (ties to even) in place."""
+        words = np.asarray(smem).view(np.uint16)
+        words[byte // 2 : byte // 2 + 2] = precision.bf16_bits(np.array([lo, hi], np.float32))
+
+    @cuda.jit(device=True)
+    def store_pair(C, r, c, lo, hi):
+        """Emulation: the two values in place."""
+        C[r, c] = lo
+        C[r, c + 1] = hi
     RELEASE = CLAIM = dict.fromkeys(REGISTER_COUNTS, fence)  # a thread's registers are not modelled
 
 async_commit, async_wait_one, async_wait_all = wmma.async_commit, wmma.async_wait_one, wmma.async_wait_all
@@ -347,6 +481,9 @@ MMA = {
     ("bf16", 256): mma_bf16_n256,
 }
 STORE = {64: store_n64, 128: store_n128, 256: store_n256}
+PACK = {"fp16": pack_fp16, "bf16": pack_bf16}
+# GEMM v8's epilogues for each (operands, N): (store_pairs to fp32 C, stage as 16-bit words)
+EPILOGUE = {(operands, n): _epilogues(n, operands) for operands in PTX_TYPES for n in N_SIZES}
 TILE_K = 64  # the K depth of the tiles kernels stage: one 128-byte swizzle row of 16-bit values
 
 
