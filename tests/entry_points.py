@@ -121,6 +121,29 @@ for _fn in (direct.conv2d_direct, im2col.conv2d_im2col, implicit_gemm.conv2d_imp
     add(_qualified(_fn), conv_entry(_fn, launches=_fn is not fft.conv2d_fft))
 for _fn in (tc_conv.conv2d_tc_nchw, tc_conv.conv2d_tc_nhwc, tc_conv.conv2d_tc_wgmma, tc_conv.conv2d_tc_tma):
     add(_qualified(_fn), conv_entry(_fn, shapes=TC_SHAPES))
+def _nhwc16_args(r, C=8, K=4):
+    return dict(X=dev(r.standard_normal((2, 6, 5, C)).astype(f16)), Wk=dev(r.standard_normal((K, 3, 3, C)).astype(f16)),
+                b=dev(r.standard_normal(K).astype(f32)), padding=1, stride=1)
+
+
+_NHWC16 = dict(arrays=("X", "Wk", "b"), device_only=("X", "Wk"), optional=("b",), ints={"padding": 0, "stride": 1},
+               tied={"X": (3,), "Wk": (0, 3), "b": (0,)}, speaks={"X": ("C", "fp16"), "Wk": ("C", "fp16"), "b": ("K",)},
+               launches=True)
+for _fn in (tc_conv.conv2d_tc_wgmma_nhwc16, tc_conv.conv2d_tc_tma_nhwc16):
+    add(_qualified(_fn), Entry(_nhwc16_args, lambda a, fn=_fn: fn(a["X"], a["Wk"], a["b"], a["padding"], a["stride"]),
+                               **_NHWC16))
+add("gpulib.conv.tensorcore.conv2d_tc_nhwc16", Entry(
+    lambda r: dict(_nhwc16_args(r), version="v3"),
+    lambda a: tc_conv.conv2d_tc_nhwc16(a["X"], a["Wk"], a["b"], a["padding"], a["stride"], version=a["version"]),
+    choices=("version",), **_NHWC16))
+add("gpulib.conv.front.conv2d", Entry(
+    lambda r: dict(_nhwc16_args(r), algorithm="tc_implicit_gemm_wgmma", layout="NHWC"),
+    lambda a: front.conv2d(a["X"], a["Wk"], a["b"], a["padding"], a["stride"], algorithm=a["algorithm"],
+                           layout=a["layout"]), choices=("algorithm", "layout"), **_NHWC16))
+for _name, _layout in (("image_nhwc16", "X"), ("filters_krsc16", "W")):
+    add(f"gpulib.conv.tensorcore.{_name}", Entry(
+        lambda r, n=_layout: {n: r.standard_normal((2, 3, 5, 4)).astype(f32)},
+        lambda a, fn=getattr(tc_conv, _name), n=_layout: fn(a[n]), arrays=(_layout,), launches=True))
 add("gpulib.conv.tensorcore.reference", conv_entry(tc_conv.reference, launches=False, numeric=("X", "W", "b")))
 add("gpulib.conv.cuda_c.conv2d_direct_c", conv_entry(cuda_c.conv2d_direct_c, launches=False,
                                                      gpu_only="NVRTC compiles CUDA C for a GPU"))

@@ -99,7 +99,7 @@ def test_the_layout_conversions_are_kernels_that_match_numpy(rng):
     np.testing.assert_array_equal(bias_rows.copy_to_host(), want_b)
     Yn = rng.standard_normal((32, 16)).astype(np.float32)  # 2·4·3 = 24 pixel rows, padded to 32
     Y = gpulib.poisoned((2, 6, 4, 3))
-    tc_conv.nhwc_rows_to_nchw_kernel[1, 256](gpulib.env.cuda.to_device(Yn), Y)
+    tc_conv._to_nchw_rows(gpulib.env.cuda.to_device(Yn), Y)
     np.testing.assert_array_equal(Y.copy_to_host(), tc_conv.to_nchw(Yn, (2, 6, 4, 3)))
     np.testing.assert_array_equal(tc_conv.fp16_copy(X).copy_to_host(), X.astype(np.float16))
 
@@ -240,3 +240,63 @@ def test_every_conv_version_takes_prepared_operands_the_same_way(rng, version):
     want = tc_conv.reference(X, W, b, 1, 1)
     got = Y if version == "v1" else tc_conv.to_nchw(Y, want.shape)
     gpulib.validate(got, want, scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name=f"conv {version}")
+
+
+@pytest.mark.parametrize("algorithm", ["tc_implicit_gemm_wgmma", "tc_implicit_gemm_tma"])
+def test_a_channels_last_fp16_model_calls_the_wgmma_conv_with_nothing_converted(rng, monkeypatch, algorithm):
+    """X NHWC fp16 and KRSC fp16 filters, converted once up front, then conv2d(layout="NHWC"): Y
+    NHWC float32 = the fp16 convolution, every element written, and no conversion kernel, host
+    copy or allocation inside the call (each replaced by one that fails)."""
+    from gpulib import arrays
+    from gpulib import reference as ref
+    from gpulib.conv import front
+    from gpulib.conv import tensorcore as tc_conv
+
+    X = rng.standard_normal((2, 12, 9, 8)).astype(np.float32)  # C = 12 -> 16 padded channels
+    W = rng.standard_normal((20, 12, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(20).astype(np.float32)
+    Xn, Wk, b_dev = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), gpulib.env.cuda.to_device(b)
+    assert Xn.shape == (2, 9, 8, 16) and Wk.shape == (20, 3, 3, 16)
+    Y = gpulib.poisoned((2, 9, 8, 20))
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a conversion, copy or allocation inside the NHWC call")
+
+    for module, name in ((tc_conv, "_to_nhwc16"), (tc_conv, "_to_nchw_rows"), (tc_conv, "to_host"),
+                         (arrays, "to_host"), (tc_conv, "fp16_copy"), (tc_conv, "_workspace")):
+        monkeypatch.setattr(module, name, forbidden)
+    monkeypatch.setattr(tc_conv.cuda, "device_array", forbidden)
+    front.conv2d(Xn, Wk, b_dev, 1, 1, algorithm=algorithm, out=Y, layout="NHWC")
+    monkeypatch.undo()
+    want = tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1)
+    gpulib.validate(Y, want, scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name=f"{algorithm} NHWC")
+
+
+def test_the_nhwc_call_refuses_what_it_cannot_take():
+    from gpulib.conv import front
+    from gpulib.conv import tensorcore as tc_conv
+
+    dev = gpulib.env.cuda.to_device
+    X, Wk = dev(np.ones((1, 6, 6, 8), np.float16)), dev(np.ones((4, 3, 3, 8), np.float16))
+    cases = [
+        (dict(X=X, W=Wk, algorithm="direct"), r"layout='NHWC' needs an algorithm with an NHWC fp16 form, one of "
+                                             r"\('tc_implicit_gemm_wgmma', 'tc_implicit_gemm_tma'\), not 'direct'"),
+        (dict(X=X, W=Wk, algorithm="auto"), "not 'auto'"),
+        (dict(X=X, W=Wk, layout="NWHC"), r"layout must be one of \('NCHW', 'NHWC'\), not 'NWHC'"),
+        (dict(X=np.ones((1, 6, 6, 8), np.float16), W=Wk), r"X \[N, H, W, C\] must be a device array of fp16"),
+        (dict(X=dev(np.ones((1, 6, 6, 8), np.float32)), W=Wk), r"X \[N, H, W, C\] must have dtype float16"),
+        (dict(X=dev(np.ones((1, 6, 6, 12), np.float16)), W=dev(np.ones((4, 3, 3, 12), np.float16))),
+         "the same C, a multiple of 8"),
+        (dict(X=X, W=dev(np.ones((4, 3, 3, 16), np.float16))), "the same C, a multiple of 8"),
+        (dict(X=X, W=Wk, b=dev(np.ones(5, np.float32))), "b must have K = 4 values"),
+        (dict(X=X, W=Wk, padding=-1), "padding"),
+        (dict(X=X, W=dev(np.ones((4, 9, 9, 8), np.float16))), "filter_size 9 is larger than the padded size 8"),
+        (dict(X=X, W=Wk, out=dev(np.ones((1, 4, 4, 4), np.float32))), r"out must have shape \(1, 6, 6, 4\)"),
+    ]
+    for kwargs, message in cases:
+        args = dict(dict(b=None, padding=1, algorithm="tc_implicit_gemm_wgmma", layout="NHWC", out=None), **kwargs)
+        with pytest.raises(ValueError, match=message):
+            front.conv2d(args["X"], args["W"], args["b"], args["padding"], 1, algorithm=args["algorithm"],
+                         out=args["out"], layout=args["layout"])
+    with pytest.raises(ValueError, match=r"version must be one of \('v3', 'v4'\), not 'v2'"):
+        tc_conv.conv2d_tc_nhwc16(X, Wk, version="v2")

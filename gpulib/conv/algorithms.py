@@ -3,9 +3,10 @@
 ``ALGORITHMS[name]`` is an ``Algorithm``: its cuDNN name (CUDNN_CONVOLUTION_FWD_ALGO_<cudnn>),
 ``run(X, W, b=None, padding=0, stride=1, *, out=None)``, ``supports(W_shape, stride)`` (the
 reason it cannot run a layer, or None), ``workspace`` (extra device bytes) and
-``multiplications`` for a layer, the precision it multiplies in, and its backward pass (dX and
-dW, with its extra bytes) where it has one of its own. The bias gradient db is the same for
-every algorithm (cuDNN's cudnnConvolutionBackwardBias is a call of its own too), so the layer
+``multiplications`` for a layer, the precision it multiplies in, its backward pass (dX and
+dW, with its extra bytes) where it has one of its own, and its form for a channels-last fp16
+model's operands (``run_nhwc16``: NHWC fp16 in, NHWC out, nothing converted) where it has one.
+The bias gradient db is the same for every algorithm (cuDNN's cudnnConvolutionBackwardBias is a call of its own too), so the layer
 (gpulib.cnn.conv2d_backward) computes it. The auto-tuner, the front door, the algorithm figure
 and the benchmarks read this table; adding an algorithm is adding one entry. What must stay
 true: this is the one module that imports every algorithm, and it imports nothing above them.
@@ -37,6 +38,9 @@ class Algorithm:
     # its backward pass's extra device bytes: (X_shape, W_shape, padding, stride, need_dX) -> bytes
     # (the direct backward kernels, used where ``backward`` is None, need none)
     backward_workspace: Callable | None = None
+    # the same algorithm on a channels-last fp16 model's operands as they are, nothing converted:
+    # run_nhwc16(X [N, H, W, C] fp16, Wk [K, R, S, C] fp16, b, padding, stride, *, out) -> Y [N, H', W', K]
+    run_nhwc16: Callable | None = None
 
 
 @filter_shape
@@ -174,6 +178,7 @@ _TABLE = [
         workspace=tensorcore_conv.workspace_wgmma,
         multiplications=direct_multiplications,
         precision="fp16",
+        run_nhwc16=tensorcore_conv.conv2d_tc_wgmma_nhwc16,
     ),
     Algorithm(
         name="tc_implicit_gemm_tma",
@@ -184,6 +189,7 @@ _TABLE = [
         workspace=tensorcore_conv.workspace_tma,
         multiplications=direct_multiplications,
         precision="fp16",
+        run_nhwc16=tensorcore_conv.conv2d_tc_tma_nhwc16,
     ),
 ]
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}

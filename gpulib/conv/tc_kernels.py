@@ -341,17 +341,28 @@ def to_fp16_kernel(src, dst):
         dst[i] = float16(src[i])
 
 
+LAYOUT_TILE, LAYOUT_ROWS = 32, 8  # a layout change's block: 32 x 32 values, 32 x 8 threads, 4 values each
+
+
 @cuda.jit
-def nchw_to_nhwc16_kernel(X, Xn):
-    """Xn [N·H·W, C8] fp16 from X [N, C, H, W]: Xn[(n·H + y)·W + x, c] = X[n, c, y, x], zeros in the
-    padding channels c ≥ C. One thread per element of Xn (its writes are consecutive)."""
-    i = cuda.grid(1)
-    rows, C8 = Xn.shape
-    if i < rows * C8:
-        N, C, H, Wd = X.shape
-        c, p = i % C8, i // C8
-        x, y, n = p % Wd, (p // Wd) % H, p // (Wd * H)
-        Xn[p, c] = float16(X[n, c, y, x]) if c < C else float16(0.0)
+def nchw_to_nhwc16_kernel(X, Xn, HW):
+    """Xn [N·H·W, C8] fp16 from X [N, C·H·W] (NCHW, flat per image; HW = H·W): Xn[n·H·W + p, c] = X[n, c·H·W
+    + p], zeros in the padding channels c ≥ C. Block (bx, by, n) turns a 32-pixel x 32-channel
+    tile through shared memory: it reads 32 neighbouring pixels of a channel (one 128-byte run)
+    and writes 32 neighbouring channels of a pixel, so both sides move whole runs (a thread per
+    element of Xn would read with a stride of H·W values). Grid (pixels / 32, C8 / 32, N), block (32, 8)."""
+    tile = cuda.shared.array((LAYOUT_TILE, LAYOUT_TILE + 1), float32)  # + 1: a column falls in 32 banks
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    p0, c0, n = cuda.blockIdx.x * LAYOUT_TILE, cuda.blockIdx.y * LAYOUT_TILE, cuda.blockIdx.z
+    C8, C = Xn.shape[1], X.shape[1] // HW
+    for i in range(ty, LAYOUT_TILE, LAYOUT_ROWS):
+        c, p = c0 + i, p0 + tx
+        tile[i, tx] = X[n, c * HW + p] if c < C and p < HW else float32(0.0)
+    cuda.syncthreads()
+    for i in range(ty, LAYOUT_TILE, LAYOUT_ROWS):
+        p, c = p0 + i, c0 + tx
+        if p < HW and c < C8:
+            Xn[n * HW + p, c] = float16(tile[tx, i])
 
 
 @cuda.jit
@@ -379,15 +390,24 @@ def bias_rows_kernel(b, bias_rows):
 
 
 @cuda.jit
-def nhwc_rows_to_nchw_kernel(Yn, Y):
-    """Y [N, K, H', W'] from version 2's Yn [rows ≥ N·H'·W', K16]: the padding rows and filters
-    dropped. One thread per element of Y (its writes are consecutive)."""
-    i = cuda.grid(1)
-    if i < Y.size:
-        N, K, Ho, Wo = Y.shape
-        x, y = i % Wo, (i // Wo) % Ho
-        k, n = (i // (Wo * Ho)) % K, i // (Wo * Ho * K)
-        Y[n, k, y, x] = Yn[(n * Ho + y) * Wo + x, k]
+def nhwc_rows_to_nchw_kernel(Yn, Y, HW):
+    """Y [N, K·H'·W'] (NCHW, flat per image; HW = H'·W') from Yn [rows ≥ N·H'·W', ≥ K]: Y[n, k·H'·W' + p] =
+    Yn[n·H'·W' + p, k], the padding rows and filters dropped. nchw_to_nhwc16_kernel's tile the
+    other way: 32 filters of a pixel read, 32 pixels of a filter written. Grid (pixels / 32,
+    K / 32, N), block (32, 8)."""
+    tile = cuda.shared.array((LAYOUT_TILE, LAYOUT_TILE + 1), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    p0, k0, n = cuda.blockIdx.x * LAYOUT_TILE, cuda.blockIdx.y * LAYOUT_TILE, cuda.blockIdx.z
+    K = Y.shape[1] // HW
+    for i in range(ty, LAYOUT_TILE, LAYOUT_ROWS):
+        p, k = p0 + i, k0 + tx
+        if p < HW and k < K:
+            tile[i, tx] = Yn[n * HW + p, k]
+    cuda.syncthreads()
+    for i in range(ty, LAYOUT_TILE, LAYOUT_ROWS):
+        k, p = k0 + i, p0 + tx
+        if k < K and p < HW:
+            Y[n, k * HW + p] = tile[tx, i]
 
 
 @cuda.jit

@@ -20,11 +20,13 @@ import numpy as np
 from numba import cuda
 
 from gpulib import reference as ref
-from gpulib.arrays import blocks, is_device_array, output, require, require_real, to_device, to_host
+from gpulib.arrays import blocks, is_device_array, output, require, require_int, require_real, to_device, to_host
 from gpulib.conv.implicit_gemm import device_row_table
 from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from here)
     BM,
     BN,
+    LAYOUT_ROWS,
+    LAYOUT_TILE,
     THREADS,
     V2_BK,
     V2_BM,
@@ -134,17 +136,61 @@ def prepare(X, W, b=None, padding: int = 0, stride: int = 1, *, version: str = "
     if version == "v1":
         return Operands("v1", fp16_copy(X), fp16_copy(W).reshape(K, C * R * S), to_device(bias_or_zeros(b, K)),
                         device_row_table(C, R, S), **layer)
-    Xn = cuda.device_array((N * H * Wd, C8), np.float16)
-    nchw_to_nhwc16_kernel[blocks(Xn.size, 256), 256](X, Xn)
+    Xn = _workspace("X", (N * H * Wd, C8), np.float16)
+    _to_nhwc16(X, Xn)
     if version == "v2":
         Wt = cuda.device_array((R * S * C8, K16), np.float16)
         bias_rows = cuda.device_array((16, blocks(K, 64) * 64), np.float32)
         filters_to_rsck16_kernel[blocks(Wt.size, 256), 256](W, Wt)
         bias_rows_kernel[blocks(bias_rows.size, 256), 256](bias_or_zeros(b, K), bias_rows)
         return Operands("v2", Xn, Wt, bias_rows, None, **layer)
-    Wk = cuda.device_array((K, R * S * C8), np.float16)
+    Wk = _workspace("W", (K, R * S * C8), np.float16)
     filters_to_krsc16_kernel[blocks(Wk.size, 256), 256](W, Wk)
-    return Operands(version, Xn, Wk, to_device(np.ascontiguousarray(bias_or_zeros(b, K), np.float32)), None, **layer)
+    return Operands(version, Xn, Wk, _bias_vector(b, K), None, **layer)
+
+
+_WORKSPACES: dict = {}  # (role, shape, dtype) -> the device buffer prepare and conv2d_tc reuse
+
+
+def _workspace(role: str, shape: tuple, dtype):
+    """A device buffer for one of the converted operands (or v2-v4's output rows), made once per
+    shape: a layer called again (every training step) allocates nothing. The next call of the
+    same shape writes it again, so ``prepare``'s operands hold until then."""
+    key = (role, tuple(shape), np.dtype(dtype))
+    if key not in _WORKSPACES:
+        _WORKSPACES[key] = cuda.device_array(shape, dtype)
+    return _WORKSPACES[key]
+
+
+_ZEROS: dict = {}
+
+
+def _bias_vector(b, K: int):
+    """The bias as v3 and v4 read it, a float32 device vector [K]: a contiguous float32 device
+    ``b`` as it is, a NumPy one copied over, None as K zeros (made once per K)."""
+    if b is None:
+        if K not in _ZEROS:
+            _ZEROS[K] = cuda.to_device(np.zeros(K, np.float32))
+        return _ZEROS[K]
+    if is_device_array(b) and np.dtype(b.dtype) == np.float32 and b.is_c_contiguous():
+        return b
+    return to_device(np.ascontiguousarray(to_host(b), np.float32))
+
+
+def _to_nhwc16(X, Xn) -> None:
+    """Xn [N·H·W, C8] fp16 = X [N, C, H, W] (float32, on the device) in NHWC, channels padded with
+    zeros: one kernel (nchw_to_nhwc16_kernel's tiles)."""
+    N, C, H, Wd = X.shape
+    grid = (blocks(H * Wd, LAYOUT_TILE), blocks(Xn.shape[1], LAYOUT_TILE), N)
+    nchw_to_nhwc16_kernel[grid, (LAYOUT_TILE, LAYOUT_ROWS)](X.reshape(N, C * H * Wd), Xn, H * Wd)
+
+
+def _to_nchw_rows(Yn, Y) -> None:
+    """Y [N, K, H', W'] (float32, on the device) = the rows Yn [≥ N·H'·W', ≥ K] turned back to
+    NCHW: one kernel (nhwc_rows_to_nchw_kernel's tiles)."""
+    N, K, Ho, Wo = Y.shape
+    grid = (blocks(Ho * Wo, LAYOUT_TILE), blocks(K, LAYOUT_TILE), N)
+    nhwc_rows_to_nchw_kernel[grid, (LAYOUT_TILE, LAYOUT_ROWS)](Yn, Y.reshape(N, K * Ho * Wo), Ho * Wo)
 
 
 def launch(operands: Operands, Y) -> None:
@@ -169,19 +215,91 @@ def launch(operands: Operands, Y) -> None:
     elif o.version == "v2":
         grid = (blocks(N * Ho * Wo, V2_BM), blocks(o.W.shape[1], V2_BN))
         tc_conv_nhwc_kernel[grid, V2_THREADS](o.X, o.W, o.bias, Y, H, Wd, Ho, Wo, S, o.padding, o.stride)
-    elif o.version == "v3":
-        grid = (blocks(N * Ho * Wo, V3_BM), blocks(K, V3_BN))
-        wgmma.launch(tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, o.X, o.W, o.bias, Y, H, Wd, Ho, Wo, S,
-                     o.padding, o.stride)
     else:
-        C8 = o.X.shape[1]
-        height, width = pixel_tile(Ho, Wo)
-        patches_x = blocks(Wo, width)
-        patches = blocks(Ho, height) * patches_x
-        x_map = tma.cached_map(o.X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
-        w_map = tma.cached_map(o.W.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
-        wgmma.launch(tc_conv_tma_kernel, (N * patches, blocks(K, V3_BN)), V3_THREADS, V4_SHARED, x_map, w_map, o.bias,
-                     Y, C8, Ho, Wo, S, R * S, o.padding, width, patches_x, patches)
+        _launch_wgmma(o.version, o.X, o.W, o.bias, Y, N, H, Wd, R, S, o.padding, o.stride)
+
+
+def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> None:
+    """Version 3 or 4 on X [N·H·W, C8] and Wk [K, R·S·C8] fp16, bias [K] float32, into Y [N·H'·W', K]
+    float32 (any arrays of those sizes in that order: the 4-D NHWC forms are the same memory)."""
+    C8, K = tuple(X.shape)[-1], Wk.shape[0]
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
+    X, Wk, Y = X.reshape(N * H * Wd, C8), Wk.reshape(K, Wk.size // K), Y.reshape(N * Ho * Wo, K)
+    if version == "v3":
+        grid = (blocks(N * Ho * Wo, V3_BM), blocks(K, V3_BN))
+        wgmma.launch(tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, X, Wk, bias, Y, H, Wd, Ho, Wo, S,
+                     padding, stride)
+        return
+    height, width = pixel_tile(Ho, Wo)
+    patches_x = blocks(Wo, width)
+    patches = blocks(Ho, height) * patches_x
+    x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
+    w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
+    wgmma.launch(tc_conv_tma_kernel, (N * patches, blocks(K, V3_BN)), V3_THREADS, V4_SHARED, x_map, w_map, bias,
+                 Y, C8, Ho, Wo, S, R * S, padding, width, patches_x, patches)
+
+
+NHWC16_VERSIONS = ("v3", "v4")  # the versions that read NHWC fp16 as it is
+
+
+def image_nhwc16(X, *, out=None):
+    """X [N, H, W, C8] fp16 on the device from X [N, C, H, W] (NCHW, NumPy or device float32),
+    channels padded with zeros to a multiple of 8: what a channels-last fp16 model holds
+    between its layers. One kernel."""
+    require(X, "X", 4, layout="[N, C, H, W]")
+    X = to_device(X)
+    N, C, H, Wd = X.shape
+    Xn = output(out, (N, H, Wd, blocks(C, 8) * 8), "out", dtype=np.float16)
+    _to_nhwc16(X, Xn.reshape(N * H * Wd, Xn.shape[3]))
+    return Xn
+
+
+def filters_krsc16(W, *, out=None):
+    """Wk [K, R, S, C8] fp16 on the device from filters W [K, C, R, S] (NumPy or device float32),
+    channels padded with zeros: the filters as ``conv2d_tc_nhwc16`` reads them. A layer converts
+    its filters when they change (after an update), not at every call. One kernel."""
+    require(W, "W", 4, layout="[K, C, R, S]")
+    W = to_device(W)
+    K, C, R, S = W.shape
+    Wk = output(out, (K, R, S, blocks(C, 8) * 8), "out", dtype=np.float16)
+    filters_to_krsc16_kernel[blocks(Wk.size, 256), 256](W, Wk.reshape(K, Wk.size // K))
+    return Wk
+
+
+def _require_device16(a, name: str, layout: str) -> None:
+    if not is_device_array(a):
+        raise ValueError(f"{name} {layout} must be a device array of fp16 (image_nhwc16 and filters_krsc16 make "
+                         f"them), not {type(a).__name__}")
+    require(a, name, 4, dtype=np.float16, layout=layout)
+
+
+def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v3"):
+    """Y [N, H', W', K] float32 (NHWC) = conv(X, W) + b on the tensor cores with X already NHWC
+    fp16 [N, H, W, C] and the filters KRSC fp16 [K, R, S, C] (C a multiple of 8; image_nhwc16 and
+    filters_krsc16 make them), all on the device: nothing is converted, copied or allocated
+    (given ``out``) on the way, so the call costs its kernel and its launch. ``version`` "v3"
+    (cp.async gathers) or "v4" (TMA boxes, stride 1); b a float32 [K] (None: zeros). Every
+    precondition is a ValueError before the launch."""
+    if version not in NHWC16_VERSIONS:
+        raise ValueError(f"version must be one of {NHWC16_VERSIONS}, not {version!r}")
+    _require_device16(X, "X", "[N, H, W, C]")
+    _require_device16(Wk, "Wk", "[K, R, S, C]")
+    padding, stride = require_int(padding, "padding", 0), require_int(stride, "stride", 1)
+    (N, H, Wd, C), (K, R, S, Cw) = X.shape, Wk.shape
+    if C % 8 or Cw != C:
+        raise ValueError(f"X [N, H, W, C] and Wk [K, R, S, C] need the same C, a multiple of 8 (16-byte copies); got "
+                         f"X {tuple(X.shape)} and Wk {tuple(Wk.shape)}")
+    Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)  # (filters that fit)
+    if b is not None:
+        require(b, "b", 1, layout="[K]")
+        if b.shape[0] != K:
+            raise ValueError(f"b must have K = {K} values (Wk's filters), not {b.shape[0]}")
+    Y = output(out, (N, Ho, Wo, K), "out")
+    reason = supports((K, C, R, S), stride, version=version)
+    if reason:
+        raise ValueError(reason)
+    _launch_wgmma(version, X, Wk, _bias_vector(b, K), Y, N, H, Wd, R, S, padding, stride)
+    return Y
 
 
 def fp16_copy(a):
@@ -216,9 +334,9 @@ def conv2d_tc(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None, vers
     if version == "v1":
         launch(operands, Y)
         return Y
-    Yn = cuda.device_array(operands.out_shape, np.float32)
+    Yn = _workspace("Y", operands.out_shape, np.float32)
     launch(operands, Yn)
-    nhwc_rows_to_nchw_kernel[blocks(Y.size, 256), 256](Yn, Y)
+    _to_nchw_rows(Yn, Y)
     return Y
 
 
@@ -259,6 +377,16 @@ def conv2d_tc_wgmma(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None
 def conv2d_tc_tma(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
     """Version 4: version 3 with its tiles brought by TMA as 4-D boxes of the image (stride 1)."""
     return conv2d_tc(X, W, b, padding, stride, out=out, version="v4")
+
+
+def conv2d_tc_wgmma_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 3 on NHWC fp16 X and KRSC fp16 filters as they are (conv2d_tc_nhwc16)."""
+    return conv2d_tc_nhwc16(X, Wk, b, padding, stride, out=out, version="v3")
+
+
+def conv2d_tc_tma_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 4 on NHWC fp16 X and KRSC fp16 filters as they are (conv2d_tc_nhwc16)."""
+    return conv2d_tc_nhwc16(X, Wk, b, padding, stride, out=out, version="v4")
 
 
 def reference(X, W, b=None, padding: int = 0, stride: int = 1) -> np.ndarray:
