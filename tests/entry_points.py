@@ -119,7 +119,8 @@ for _fn in (direct.conv2d_direct, im2col.conv2d_im2col, implicit_gemm.conv2d_imp
             winograd.conv2d_winograd_nonfused, winograd.conv2d_winograd_f4, tc_conv.conv2d_tc, front.conv2d,
             layers.conv2d_forward):
     add(_qualified(_fn), conv_entry(_fn, launches=_fn is not fft.conv2d_fft))
-for _fn in (tc_conv.conv2d_tc_nchw, tc_conv.conv2d_tc_nhwc, tc_conv.conv2d_tc_wgmma, tc_conv.conv2d_tc_tma):
+for _fn in (tc_conv.conv2d_tc_nchw, tc_conv.conv2d_tc_nhwc, tc_conv.conv2d_tc_wgmma, tc_conv.conv2d_tc_tma,
+            tc_conv.conv2d_tc_persistent):
     add(_qualified(_fn), conv_entry(_fn, shapes=TC_SHAPES))
 def _nhwc16_args(r, C=8, K=4):
     return dict(X=dev(r.standard_normal((2, 6, 5, C)).astype(f16)), Wk=dev(r.standard_normal((K, 3, 3, C)).astype(f16)),
@@ -129,7 +130,7 @@ def _nhwc16_args(r, C=8, K=4):
 _NHWC16 = dict(arrays=("X", "Wk", "b"), device_only=("X", "Wk"), optional=("b",), ints={"padding": 0, "stride": 1},
                tied={"X": (3,), "Wk": (0, 3), "b": (0,)}, speaks={"X": ("C", "fp16"), "Wk": ("C", "fp16"), "b": ("K",)},
                launches=True)
-for _fn in (tc_conv.conv2d_tc_wgmma_nhwc16, tc_conv.conv2d_tc_tma_nhwc16):
+for _fn in (tc_conv.conv2d_tc_wgmma_nhwc16, tc_conv.conv2d_tc_tma_nhwc16, tc_conv.conv2d_tc_persistent_nhwc16):
     add(_qualified(_fn), Entry(_nhwc16_args, lambda a, fn=_fn: fn(a["X"], a["Wk"], a["b"], a["padding"], a["stride"]),
                                **_NHWC16))
 add("gpulib.conv.tensorcore.conv2d_tc_nhwc16", Entry(
@@ -225,9 +226,9 @@ for _name in ("workspace_bytes", "nonfused_workspace_bytes", "multiplications", 
     add(f"gpulib.conv.winograd.{_name}", shape_entry(getattr(winograd, _name)))
 add("gpulib.conv.winograd.supports", shape_entry(winograd.supports, with_x=False))
 add("gpulib.conv.winograd.supports_f4", shape_entry(winograd.supports_f4, with_x=False))
-for _name in ("supports_nchw", "supports_nhwc", "supports_wgmma", "supports_tma"):
+for _name in ("supports_nchw", "supports_nhwc", "supports_wgmma", "supports_tma", "supports_persistent"):
     add(f"gpulib.conv.tensorcore.{_name}", shape_entry(getattr(tc_conv, _name), with_x=False))
-for _name in ("workspace_nchw", "workspace_nhwc", "workspace_wgmma", "workspace_tma"):
+for _name in ("workspace_nchw", "workspace_nhwc", "workspace_wgmma", "workspace_tma", "workspace_persistent"):
     add(f"gpulib.conv.tensorcore.{_name}", shape_entry(getattr(tc_conv, _name)))
 add("gpulib.conv.tensorcore.supports", Entry(lambda r: dict(W_shape=(8, 8, 3, 3), stride=1, version="v3"),
                                              lambda a: tc_conv.supports(a["W_shape"], a["stride"], version=a["version"]),

@@ -191,6 +191,17 @@ _TABLE = [
         precision="fp16",
         run_nhwc16=tensorcore_conv.conv2d_tc_tma_nhwc16,
     ),
+    Algorithm(
+        name="tc_implicit_gemm_persistent",
+        label="tensor-core implicit GEMM (NHWC, wgmma, TMA, persistent)",
+        cudnn="IMPLICIT_PRECOMP_GEMM",
+        run=tensorcore_conv.conv2d_tc_persistent,
+        supports=tensorcore_conv.supports_persistent,
+        workspace=tensorcore_conv.workspace_persistent,
+        multiplications=direct_multiplications,
+        precision="fp16",
+        run_nhwc16=tensorcore_conv.conv2d_tc_persistent_nhwc16,
+    ),
 ]
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}
 NAMES = tuple(ALGORITHMS)

@@ -333,6 +333,86 @@ def tc_conv_tma_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width
     _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
 
 
+V5_STAGES = 6  # conv v5: a ring of X boxes only (16 KiB each); the filters stay in shared memory
+V5_FILTER_BOX_BYTES = V3_BN * V3_BK * 2  # one (tap, 64 channels) box of 64 filters: 8 KiB
+V5_MAX_FILTER_BOXES = 12  # taps x channel chunks that stay resident (96 KiB: a 3x3 layer of C ≤ 64, or 1x1 to 768)
+V5_RING_BYTES = V5_STAGES * V3_A_BYTES
+
+
+@cuda.jit(device=True)
+def _request_x(smem, base, bars, x_map, f, steps, chunks, S, padding, width, patches, patches_x, first, stride_tiles):
+    """(One thread) the f-th box of this block's stream: its tile f // steps (tile first +
+    stride_tiles·i of all N·patches), step f mod steps = (tap, 64 channels), into buffer f mod
+    STAGES; the box is the patch moved by the tap (zeros outside the image, the padding)."""
+    q = first + (f // steps) * stride_tiles
+    n, patch = q // patches, q % patches
+    y0, x0 = (patch // patches_x) * (128 // width), (patch % patches_x) * width
+    step = f % steps
+    tap, c0 = step // chunks, (step % chunks) * V3_BK
+    s = f % V5_STAGES
+    tma.expect(bars, s, V3_A_BYTES)
+    tma.load4(smem, base + s * V3_A_BYTES, x_map, n, y0 + tap // S - padding, x0 + tap % S - padding, c0, bars, s)
+
+
+@tma.kernel
+def tc_conv_persistent_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width, patches_x, patches, cols):
+    """conv v5: v4's boxes, persistent. Maps as v4's (X [N, H, W, C] boxes [1, 128 / width, width, 64],
+    Wk [K, R·S, C] boxes [64, 1, 64]); bias [K] fp32; Y [N·H'·W', K] fp32. Block b works for
+    filters 64·(b mod cols):+64, whose taps x chunks boxes it loads once and keeps, and on the
+    pixel patches b // cols, b // cols + gridDim.x / cols, ... of all N·patches, one stream of
+    X boxes through a ring of V5_STAGES buffers running across its patches."""
+    smem = cuda.shared.array(0, float16)
+    bars = cuda.shared.array(V5_STAGES + 1, types.uint64)  # the ring's, then the filters' (index V5_STAGES)
+    base = 2 * wgmma.aligned_start(smem)
+    filters = base + V5_RING_BYTES
+    acc = cuda.local.array(V3_ACC, float32)
+    t = cuda.threadIdx.x
+    group = t // wgmma.WARPGROUP
+    col0 = (cuda.blockIdx.x % cols) * V3_BN
+    first, stride_tiles = cuda.blockIdx.x // cols, cuda.gridDim.x // cols
+    chunks = (C + V3_BK - 1) // V3_BK
+    steps = taps * chunks
+    tiles = patches * (Y.shape[0] // (Ho * Wo))  # N images of ``patches`` each
+    mine = max(tiles - first + stride_tiles - 1, 0) // stride_tiles
+    total = mine * steps
+    if t == 0:
+        for s in range(V5_STAGES + 1):
+            tma.init(bars, s, 1)
+        tma.acquire(x_map)
+        tma.acquire(w_map)
+    tma.fence_init()
+    cuda.syncthreads()
+    if t == 0:
+        tma.expect(bars, V5_STAGES, steps * V5_FILTER_BOX_BYTES)  # every filter box on one barrier
+        for j in range(steps):
+            tma.load3(smem, filters + j * V5_FILTER_BOX_BYTES, w_map, col0, j // chunks, (j % chunks) * V3_BK,
+                      bars, V5_STAGES)
+        for f in range(min(V5_STAGES - 1, total)):
+            _request_x(smem, base, bars, x_map, f, steps, chunks, S, padding, width, patches, patches_x, first,
+                       stride_tiles)
+    tma.wait(bars, V5_STAGES, 0)  # the filters have landed
+    for f in range(total):
+        step = f % steps
+        if step == 0:
+            _bias_n64(acc, bias, col0)
+        s = f % V5_STAGES
+        tma.wait(bars, s, (f // V5_STAGES) % 2)
+        wgmma.fence()
+        _multiply64(acc, smem, base + s * V3_A_BYTES + group * wgmma.M_TILE * 128, filters + step * V5_FILTER_BOX_BYTES, 1)
+        wgmma.commit()
+        wgmma.wait_one()
+        cuda.syncthreads()  # every warpgroup is done with box f - 1: its buffer may be refilled
+        if t == 0 and f + V5_STAGES - 1 < total:
+            _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, steps, chunks, S, padding, width, patches,
+                       patches_x, first, stride_tiles)
+        if step == steps - 1:
+            wgmma.wait_all()
+            q = first + (f // steps) * stride_tiles
+            n, patch = q // patches, q % patches
+            _store_patch(Y, acc, n, (patch // patches_x) * (128 // width), (patch % patches_x) * width, width, Ho, Wo,
+                         col0, group)
+
+
 @cuda.jit
 def to_fp16_kernel(src, dst):
     """dst[i] = fp16(src[i]) on flat views: the operands of version 1."""

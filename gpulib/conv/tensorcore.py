@@ -8,8 +8,9 @@ convention, and ``conv2d_tc`` for NCHW layers.
 Version 1 works in NCHW on WMMA fragments (tensor-core GEMM v2's tiling, X_col's tile gathered
 through implicit GEMM's row table); version 2 in NHWC with 16-byte asynchronous gathers;
 version 3 on Hopper's warpgroup MMA; version 4 brings its tiles by TMA as boxes of the image
-(stride 1). The kernels are in conv/tc_kernels.py; 16.5's notebook explains each. What must
-stay true: every version is prepared and launched the same way, checked before any launch.
+(stride 1); version 5 is version 4 persistent, its filters loaded once per block and kept.
+The kernels are in conv/tc_kernels.py; 16.5's notebook explains each. What must stay true:
+every version is prepared and launched the same way, checked before any launch.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     V4_PIXEL_TILES,
     V4_SHARED,
     V4_STAGES,
+    V5_FILTER_BOX_BYTES,
+    V5_MAX_FILTER_BOXES,
+    V5_RING_BYTES,
+    V5_STAGES,
     W_LD,
     X_LD,
     bias_rows_kernel,
@@ -55,10 +60,12 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     tc_conv_kernel,
     tc_conv_nhwc_kernel,
     tc_conv_nhwc_uncapped_kernel,
+    tc_conv_persistent_kernel,
     tc_conv_tma_kernel,
     tc_conv_wgmma_kernel,
     to_fp16_kernel,
 )
+from gpulib.gemm.tensorcore import resident_blocks
 from gpulib.shapes import (
     bias_or_zeros,
     check_conv_inputs,
@@ -70,7 +77,7 @@ from gpulib.shapes import (
 )
 from gpulib.tensorcore import tma, wgmma
 
-VERSIONS = ("v1", "v2", "v3", "v4")
+VERSIONS = ("v1", "v2", "v3", "v4", "v5")
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,7 @@ class Operands:
         v2  X [N·H·W, C8] fp16, W [R·S·C8, K16] fp16, bias [16, K rounded to 64] fp32 (16 rows)
         v3  X [N·H·W, C8] fp16, W [K, R·S·C8] fp16 (K-major, "KRSC"), bias [K] fp32
         v4  as v3
+        v5  as v3
 
     with C8 = C rounded up to 8 and K16 = K to 16 (zeros). ``out_shape`` is what ``launch`` writes:
     Y [N, K, H', W'] for v1, Y [N·H'·W' rounded up to 16, K16] for v2, Y [N·H'·W', K] for v3 and v4."""
@@ -108,16 +116,22 @@ class Operands:
 @filter_shape
 def supports(W_shape, stride: int = 1, *, version: str = "v2") -> str | None:
     """Why ``version`` cannot run a layer with filters ``W_shape`` [K, C, R, S] and ``stride``, or None:
-    v1 and v2 run any layer; v3 and v4 need wgmma (the simulator, or compute capability 9.0 on a
-    GPU), v4 also stride 1 (a box moves whole rows of neighbouring pixels)."""
+    v1 and v2 run any layer; v3-v5 need wgmma (the simulator, or compute capability 9.0 on a
+    GPU), v4 and v5 also stride 1 (a box moves whole rows of neighbouring pixels), v5 filters
+    that fit its shared memory (R·S·C/64 ≤ V5_MAX_FILTER_BOXES)."""
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
     if len(W_shape) != 4 or any(int(d) < 1 for d in W_shape):
         raise ValueError(f"W_shape must be [K, C, R, S] of positive sizes, not {tuple(W_shape)}")
     if version in ("v1", "v2"):
         return None
-    if version == "v4" and stride != 1:
-        return f"conv v4 (TMA boxes) needs stride 1, not {stride}"
+    if version in ("v4", "v5") and stride != 1:
+        return f"conv {version} (TMA boxes) needs stride 1, not {stride}"
+    K, C, R, S = (int(d) for d in W_shape)
+    boxes = R * S * blocks(blocks(C, 8) * 8, V3_BK)
+    if version == "v5" and boxes > V5_MAX_FILTER_BOXES:
+        return (f"conv v5 keeps a block's filters in shared memory: R·S x (C / 64) = {boxes} boxes of 64 filters, "
+                f"at most {V5_MAX_FILTER_BOXES}")
     return wgmma.unsupported_device() or None
 
 
@@ -235,11 +249,18 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> N
     patches = blocks(Ho, height) * patches_x
     x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
     w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
+    if version == "v5":  # one block per SM (cols of them per patch of pixels), each through many patches
+        cols = blocks(K, V3_BN)
+        grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
+        shared = V5_RING_BYTES + R * S * blocks(C8, V3_BK) * V5_FILTER_BOX_BYTES + wgmma.ATOM_BYTES  # ring, filters
+        wgmma.launch(tc_conv_persistent_kernel, grid, V3_THREADS, shared, x_map, w_map, bias, Y, C8, Ho, Wo, S, R * S,
+                     padding, width, patches_x, patches, cols)
+        return
     wgmma.launch(tc_conv_tma_kernel, (N * patches, blocks(K, V3_BN)), V3_THREADS, V4_SHARED, x_map, w_map, bias,
                  Y, C8, Ho, Wo, S, R * S, padding, width, patches_x, patches)
 
 
-NHWC16_VERSIONS = ("v3", "v4")  # the versions that read NHWC fp16 as it is
+NHWC16_VERSIONS = ("v3", "v4", "v5")  # the versions that read NHWC fp16 as it is
 
 
 def image_nhwc16(X, *, out=None):
@@ -352,7 +373,7 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, *, vers
         return 2 * (N * C * H * Wd + K * C * R * S) + 12 * C * R * S
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
     _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
-    if version in ("v3", "v4"):  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
+    if version in ("v3", "v4", "v5"):  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
         return 2 * (N * H * Wd * C8 + K * R * S * C8) + 4 * K + 4 * N * Ho * Wo * K
     rows = blocks(N * Ho * Wo, 16) * 16
     return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16
@@ -377,6 +398,16 @@ def conv2d_tc_wgmma(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None
 def conv2d_tc_tma(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
     """Version 4: version 3 with its tiles brought by TMA as 4-D boxes of the image (stride 1)."""
     return conv2d_tc(X, W, b, padding, stride, out=out, version="v4")
+
+
+def conv2d_tc_persistent(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 5: version 4 persistent, a block's filters loaded once and kept (stride 1)."""
+    return conv2d_tc(X, W, b, padding, stride, out=out, version="v5")
+
+
+def conv2d_tc_persistent_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 5 on NHWC fp16 X and KRSC fp16 filters as they are (conv2d_tc_nhwc16)."""
+    return conv2d_tc_nhwc16(X, Wk, b, padding, stride, out=out, version="v5")
 
 
 def conv2d_tc_wgmma_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None):
@@ -429,6 +460,16 @@ def workspace_nhwc(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
 @layer_shapes
 def workspace_wgmma(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return workspace_bytes(X_shape, W_shape, padding, stride, version="v3")
+
+
+@filter_shape
+def supports_persistent(W_shape, stride: int = 1) -> str | None:
+    return supports(W_shape, stride, version="v5")
+
+
+@layer_shapes
+def workspace_persistent(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    return workspace_bytes(X_shape, W_shape, padding, stride, version="v5")
 
 
 @layer_shapes
