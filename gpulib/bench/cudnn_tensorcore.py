@@ -339,6 +339,11 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = N
         dynamic_shared_bytes=tc_conv.V4_SHARED,
         sass=measuring.sass_mix(tc_conv.tc_conv_tma_kernel, WGMMA_SASS),
     )
+    kernels["conv v5"] = dict(
+        measuring.kernel_resources(tc_conv.tc_conv_persistent_kernel, tc_conv.V3_THREADS),
+        dynamic_shared_bytes=tc_conv.V5_RING_BYTES + 9 * tc_conv.V5_FILTER_BOX_BYTES + 1024,  # the 16.3 layer's
+        sass=measuring.sass_mix(tc_conv.tc_conv_persistent_kernel, WGMMA_SASS),
+    )
     return dict(measuring.header(repeat), sizes=out, kernels=kernels, conv=conv, tile_cost=tile_cost)
 
 
@@ -453,9 +458,44 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
     return measuring.with_ratio(rows, rows[-1]["ms"])
 
 
+CONV_VERSIONS = (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA"), ("v5", "wgmma, TMA, persistent"))
+CONV_ALGORITHMS = {"v3": "tc_implicit_gemm_wgmma", "v4": "tc_implicit_gemm_tma", "v5": "tc_implicit_gemm_persistent"}
+
+
+def measure_whole_call(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[dict]:
+    """Each wgmma conv through the registry as a model calls it, against its kernel alone (a CUDA
+    graph of the NHWC call): NCHW float32 in and out (conversions each way, the filters
+    converted at every call), and a channels-last fp16 model's NHWC operands as they are."""
+    from gpulib.conv import front
+
+    X_dev, W_dev, b_dev = (cuda.to_device(a) for a in (X, W, b))
+    Xn, Wk = tc_conv.image_nhwc16(X_dev), tc_conv.filters_krsc16(W_dev)
+    P, S = L["padding"], L["stride"]
+    rows = []
+    for version, _ in CONV_VERSIONS:
+        algorithm = CONV_ALGORITHMS[version]
+        Y, Yn = poisoned(want.shape), poisoned((want.shape[0], want.shape[2], want.shape[3], want.shape[1]))
+        nchw = measuring.checked_row(f"conv {version}, NCHW float32 through conv2d", lambda: front.conv2d(
+            X_dev, W_dev, b_dev, P, S, algorithm=algorithm, out=Y), want, out=Y, scale=scale, repeat=repeat)
+
+        def nhwc():
+            front.conv2d(Xn, Wk, b_dev, P, S, algorithm=algorithm, out=Yn, layout="NHWC")
+
+        channels_last = measuring.checked_row(f"conv {version}, NHWC fp16 through conv2d(layout='NHWC')", nhwc, want,
+                                              out=Yn, view=lambda Y: to_host(Y).transpose(0, 3, 1, 2), scale=scale,
+                                              repeat=repeat)
+        kernel_ms = measuring.graph_ms(nhwc, repeat)
+        rows.append(dict(version=version, algorithm=algorithm, kernel_ms=kernel_ms, nchw_ms=nchw["ms"],
+                         nhwc_ms=channels_last["ms"], nchw_vs_kernel=nchw["ms"] / kernel_ms,
+                         nhwc_vs_kernel=channels_last["ms"] / kernel_ms))
+        Y = Yn = None
+    return rows
+
+
 def measure_wgmma_conv(repeat: int = 20) -> dict:
-    """Tensor-core conv v3 (wgmma, cp.async) and v4 (wgmma, TMA) on the 16.3 layer: per call (CUDA
-    events around each launch) and as a CUDA graph (the kernel's own time), against PyTorch's
+    """Tensor-core conv v3 (wgmma, cp.async), v4 (wgmma, TMA) and v5 (v4 persistent) on the 16.3
+    layer: per call (CUDA events around each launch) and as a CUDA graph (the kernel's own
+    time), and each whole call through the registry (measure_whole_call), against PyTorch's
     channels_last fp16 conv with bias (cuDNN) and cuDNN's fastest plan listed through the cuDNN
     frontend (no bias)."""
     L = LAYER
@@ -463,7 +503,7 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
     want, _ = measuring.reference_conv(*(a.astype(np.float16).astype(np.float32) for a in (X, W)), b, L)
     scale = measuring.magnitude(X, W, b, L)
     out = {}
-    for version, what in (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA")):
+    for version, what in CONV_VERSIONS:
         operands = tc_conv.prepare(X, W, b, L["padding"], L["stride"], version=version)
         Y = poisoned(operands.out_shape)  # fresh for each version: an element left unwritten fails
 
@@ -488,6 +528,7 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
             }
         )
         Y = None  # freed now (the timed lambdas hold them otherwise)
+    out["whole_call"] = measure_whole_call(X, W, b, L, want, scale, repeat)
     library, run = measuring.cudnn_conv(X, W, b, L, precision="fp16")
     torch_row = measuring.checked_row(library, run, want, flop=flop(L), scale=scale, rtol=3e-3, repeat=repeat)
     engines = measure_cudnn_engines(max(5, repeat // 2))
@@ -519,7 +560,7 @@ def wgmma_table(r: dict) -> str:
             f"  16.3 layer, fp16: {c['torch_name']} {c['torch_ms']:.4f} ms; "
             + (f"cuDNN's fastest plan ({best['name']}, no bias) {best['ms']:.4f} ms" if best else "no cuDNN frontend")
         )
-        for version in ("v3", "v4"):
+        for version, _ in CONV_VERSIONS:
             if f"{version}_ms" in c:
                 graph = c[f"{version}_graph_ms"]
                 lines.append(
@@ -527,6 +568,10 @@ def wgmma_table(r: dict) -> str:
                     f"(rel err {c[f'{version}_rel_err']:.1e}); PyTorch's time / ours {c['torch_ms'] / graph:.0%}"
                     + (f", cuDNN's best plan's / ours {best['ms'] / graph:.0%}" if best else "")
                 )
+        for w in c.get("whole_call", []):
+            lines.append(f"    conv {w['version']} whole call: kernel {w['kernel_ms']:.4f} ms; NCHW float32 "
+                         f"{w['nchw_ms']:.4f} ms ({w['nchw_vs_kernel']:.2f}x); NHWC fp16 {w['nhwc_ms']:.4f} ms "
+                         f"({w['nhwc_vs_kernel']:.2f}x)")
     lines.append(f"  {'kernel':<23} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
     for config, k in r["kernels"].items():
         sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())
