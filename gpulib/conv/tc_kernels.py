@@ -334,6 +334,7 @@ def tc_conv_tma_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width
 
 
 V5_STAGES = 6  # conv v5: a ring of X boxes only (16 KiB each); the filters stay in shared memory
+V5_BARRIERS = V5_STAGES + 1  # the ring's barriers, then the filters' (a constant: Numba sizes shared arrays by one)
 V5_FILTER_BOX_BYTES = V3_BN * V3_BK * 2  # one (tap, 64 channels) box of 64 filters: 8 KiB
 V5_MAX_FILTER_BOXES = 12  # taps x channel chunks that stay resident (96 KiB: a 3x3 layer of C ≤ 64, or 1x1 to 768)
 V5_RING_BYTES = V5_STAGES * V3_A_BYTES
@@ -362,7 +363,7 @@ def tc_conv_persistent_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding
     pixel patches b // cols, b // cols + gridDim.x / cols, ... of all N·patches, one stream of
     X boxes through a ring of V5_STAGES buffers running across its patches."""
     smem = cuda.shared.array(0, float16)
-    bars = cuda.shared.array(V5_STAGES + 1, types.uint64)  # the ring's, then the filters' (index V5_STAGES)
+    bars = cuda.shared.array(V5_BARRIERS, types.uint64)  # the ring's, then the filters' (index V5_STAGES)
     base = 2 * wgmma.aligned_start(smem)
     filters = base + V5_RING_BYTES
     acc = cuda.local.array(V3_ACC, float32)
@@ -376,7 +377,7 @@ def tc_conv_persistent_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding
     mine = max(tiles - first + stride_tiles - 1, 0) // stride_tiles
     total = mine * steps
     if t == 0:
-        for s in range(V5_STAGES + 1):
+        for s in range(V5_BARRIERS):
             tma.init(bars, s, 1)
         tma.acquire(x_map)
         tma.acquire(w_map)
@@ -391,26 +392,26 @@ def tc_conv_persistent_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding
             _request_x(smem, base, bars, x_map, f, steps, chunks, S, padding, width, patches, patches_x, first,
                        stride_tiles)
     tma.wait(bars, V5_STAGES, 0)  # the filters have landed
-    for f in range(total):
-        step = f % steps
-        if step == 0:
-            _bias_n64(acc, bias, col0)
-        s = f % V5_STAGES
-        tma.wait(bars, s, (f // V5_STAGES) % 2)
-        wgmma.fence()
-        _multiply64(acc, smem, base + s * V3_A_BYTES + group * wgmma.M_TILE * 128, filters + step * V5_FILTER_BOX_BYTES, 1)
-        wgmma.commit()
-        wgmma.wait_one()
-        cuda.syncthreads()  # every warpgroup is done with box f - 1: its buffer may be refilled
-        if t == 0 and f + V5_STAGES - 1 < total:
-            _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, steps, chunks, S, padding, width, patches,
-                       patches_x, first, stride_tiles)
-        if step == steps - 1:
-            wgmma.wait_all()
-            q = first + (f // steps) * stride_tiles
-            n, patch = q // patches, q % patches
-            _store_patch(Y, acc, n, (patch // patches_x) * (128 // width), (patch % patches_x) * width, width, Ho, Wo,
-                         col0, group)
+    for i in range(mine):  # (two loops, the results written after the inner one: written inside a branch of
+        q = first + i * stride_tiles  # one loop, ptxas serializes every wgmma, C7518)
+        n, patch = q // patches, q % patches
+        _bias_n64(acc, bias, col0)
+        for step in range(steps):
+            f = i * steps + step
+            s = f % V5_STAGES
+            tma.wait(bars, s, (f // V5_STAGES) % 2)
+            wgmma.fence()
+            _multiply64(acc, smem, base + s * V3_A_BYTES + group * wgmma.M_TILE * 128,
+                        filters + step * V5_FILTER_BOX_BYTES, 1)
+            wgmma.commit()
+            wgmma.wait_one()
+            cuda.syncthreads()  # every warpgroup is done with box f - 1: its buffer may be refilled
+            if t == 0 and f + V5_STAGES - 1 < total:
+                _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, steps, chunks, S, padding, width, patches,
+                           patches_x, first, stride_tiles)
+        wgmma.wait_all()
+        _store_patch(Y, acc, n, (patch // patches_x) * (128 // width), (patch % patches_x) * width, width, Ho, Wo,
+                     col0, group)
 
 
 @cuda.jit

@@ -372,34 +372,34 @@ def make_tc_gemm_v8(bn: int, stages: int, operands: str = "fp16", out: str = "fp
         if t == 0:
             for f in range(min(stages - 1, total)):
                 request(smem, base, bars, a_map, b_map, M, N, steps, f)
-        for f in range(total):
-            k = f % steps
-            s = f % stages
-            tma.wait(bars, s, (f // stages) % 2)
-            wgmma.fence()
-            stage = base + s * stage_bytes
-            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, min(k, 1))  # k = 0: from zero
-            wgmma.commit()
-            wgmma.wait_one()  # this warpgroup's multiplies of stage f - 1 are done
-            cuda.syncthreads()  # ... and every warpgroup's: that buffer may be refilled
-            if t == 0 and f + stages - 1 < total:  # may be the next tile's: it lands during the epilogue
-                request(smem, base, bars, a_map, b_map, M, N, steps, f + stages - 1)
-            if k == steps - 1:  # the tile is summed: out with it
-                wgmma.wait_all()
-                row0, col0 = tile_origin(cuda.blockIdx.x + (f // steps) * cuda.gridDim.x, M, N, V5_BM, bn)
-                if staged:
-                    if t == 0:
-                        tma.store_wait_read()  # the previous tile's boxes have left the staged tile
-                    cuda.syncthreads()
-                    stage_out(smem, base + out_offset, wgmma.M_TILE * group, acc)
-                    wgmma.fence_async_proxy()  # these writes, visible to the copy engine ...
-                    cuda.syncthreads()  # ... every thread's
-                    if t == 0:
-                        for j in range(boxes):
-                            tma.store(smem, base + out_offset + j * wgmma.BOX_BYTES, c_map, row0, col0 + 64 * j)
-                        tma.store_commit()
-                else:
-                    store_pairs(C, row0 + wgmma.M_TILE * group, col0, acc, paired)
+        for i in range(mine):
+            row0, col0 = tile_origin(cuda.blockIdx.x + i * cuda.gridDim.x, M, N, V5_BM, bn)
+            for k in range(steps):
+                f = i * steps + k
+                s = f % stages
+                tma.wait(bars, s, (f // stages) % 2)
+                wgmma.fence()
+                stage = base + s * stage_bytes
+                multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, min(k, 1))  # k = 0: from zero
+                wgmma.commit()
+                wgmma.wait_one()  # this warpgroup's multiplies of stage f - 1 are done
+                cuda.syncthreads()  # ... and every warpgroup's: that buffer may be refilled
+                if t == 0 and f + stages - 1 < total:  # may be the next tile's: it lands during the epilogue
+                    request(smem, base, bars, a_map, b_map, M, N, steps, f + stages - 1)
+            wgmma.wait_all()  # the tile is summed: out with it
+            if staged:
+                if t == 0:
+                    tma.store_wait_read()  # the previous tile's boxes have left the staged tile
+                cuda.syncthreads()
+                stage_out(smem, base + out_offset, wgmma.M_TILE * group, acc)
+                wgmma.fence_async_proxy()  # these writes, visible to the copy engine ...
+                cuda.syncthreads()  # ... every thread's
+                if t == 0:
+                    for j in range(boxes):
+                        tma.store(smem, base + out_offset + j * wgmma.BOX_BYTES, c_map, row0, col0 + 64 * j)
+                    tma.store_commit()
+            else:
+                store_pairs(C, row0 + wgmma.M_TILE * group, col0, acc, paired)
         if staged and t == 0:
             tma.store_wait()  # the last boxes written before the block (and its shared memory) goes
 
