@@ -341,18 +341,32 @@ V5_RING_BYTES = V5_STAGES * V3_A_BYTES
 
 
 @cuda.jit(device=True)
-def _request_x(smem, base, bars, x_map, f, steps, chunks, S, padding, width, patches, patches_x, first, stride_tiles):
-    """(One thread) the f-th box of this block's stream: its tile f // steps (tile first +
-    stride_tiles·i of all N·patches), step f mod steps = (tap, 64 channels), into buffer f mod
-    STAGES; the box is the patch moved by the tap (zeros outside the image, the padding)."""
-    q = first + (f // steps) * stride_tiles
-    n, patch = q // patches, q % patches
-    y0, x0 = (patch // patches_x) * (128 // width), (patch % patches_x) * width
-    step = f % steps
-    tap, c0 = step // chunks, (step % chunks) * V3_BK
+def _patch_origin(q, patches, patches_x, width):
+    """(n, y0, x0) of patch q of all N·patches (``patches`` per image, ``patches_x`` across)."""
+    patch = q % patches
+    return q // patches, (patch // patches_x) * (128 // width), (patch % patches_x) * width
+
+
+@cuda.jit(device=True)
+def _request_x(smem, base, bars, x_map, f, at, chunks, S, taps, padding, width, patches, patches_x, first, stride_tiles):
+    """(One thread) the f-th box of this block's stream into buffer f mod STAGES, then ``at`` moved
+    on to the next: ``at`` = (patch of its own, tap, channel chunk, n, y0, x0) of box f. The box is
+    the patch moved by the tap (zeros outside the image, the padding). Counters, not divisions
+    of f: a 64-bit division by a run-time size costs hundreds of cycles, and the first warpgroup
+    waits for this thread at its next wgmma."""
     s = f % V5_STAGES
+    tap = at[1]
     tma.expect(bars, s, V3_A_BYTES)
-    tma.load4(smem, base + s * V3_A_BYTES, x_map, n, y0 + tap // S - padding, x0 + tap % S - padding, c0, bars, s)
+    tma.load4(smem, base + s * V3_A_BYTES, x_map, at[3], at[4] + tap // S - padding, at[5] + tap % S - padding,
+              at[2] * V3_BK, bars, s)
+    at[2] += 1
+    if at[2] == chunks:
+        at[2] = 0
+        at[1] += 1
+        if at[1] == taps:  # the next patch: once per patch
+            at[1] = 0
+            at[0] += 1
+            at[3], at[4], at[5] = _patch_origin(first + at[0] * stride_tiles, patches, patches_x, width)
 
 
 @tma.kernel
@@ -383,19 +397,21 @@ def tc_conv_persistent_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding
         tma.acquire(w_map)
     tma.fence_init()
     cuda.syncthreads()
+    at = cuda.local.array(6, types.int64)  # (thread 0) where its next box is
+    at[0], at[1], at[2] = 0, 0, 0
+    at[3], at[4], at[5] = _patch_origin(first, patches, patches_x, width)
     if t == 0:
         tma.expect(bars, V5_STAGES, steps * V5_FILTER_BOX_BYTES)  # every filter box on one barrier
         for j in range(steps):
             tma.load3(smem, filters + j * V5_FILTER_BOX_BYTES, w_map, col0, j // chunks, (j % chunks) * V3_BK,
                       bars, V5_STAGES)
         for f in range(min(V5_STAGES - 1, total)):
-            _request_x(smem, base, bars, x_map, f, steps, chunks, S, padding, width, patches, patches_x, first,
+            _request_x(smem, base, bars, x_map, f, at, chunks, S, taps, padding, width, patches, patches_x, first,
                        stride_tiles)
     tma.wait(bars, V5_STAGES, 0)  # the filters have landed
     for i in range(mine):  # (two loops, the results written after the inner one: written inside a branch of
-        q = first + i * stride_tiles  # one loop, ptxas serializes every wgmma, C7518)
-        n, patch = q // patches, q % patches
-        _bias_n64(acc, bias, col0)
+        n, y0, x0 = _patch_origin(first + i * stride_tiles, patches, patches_x, width)  # one loop, ptxas
+        _bias_n64(acc, bias, col0)  # serializes every wgmma, C7518)
         for step in range(steps):
             f = i * steps + step
             s = f % V5_STAGES
@@ -407,11 +423,10 @@ def tc_conv_persistent_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding
             wgmma.wait_one()
             cuda.syncthreads()  # every warpgroup is done with box f - 1: its buffer may be refilled
             if t == 0 and f + V5_STAGES - 1 < total:
-                _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, steps, chunks, S, padding, width, patches,
+                _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, at, chunks, S, taps, padding, width, patches,
                            patches_x, first, stride_tiles)
         wgmma.wait_all()
-        _store_patch(Y, acc, n, (patch // patches_x) * (128 // width), (patch % patches_x) * width, width, Ho, Wo,
-                     col0, group)
+        _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
 
 
 @cuda.jit
@@ -423,6 +438,7 @@ def to_fp16_kernel(src, dst):
 
 
 LAYOUT_TILE, LAYOUT_ROWS = 32, 8  # a layout change's block: 32 x 32 values, 32 x 8 threads, 4 values each
+LAYOUT_SHARED = (LAYOUT_TILE, LAYOUT_TILE + 1)  # + 1: a column of the tile falls in 32 banks (a constant shape)
 
 
 @cuda.jit
@@ -432,7 +448,7 @@ def nchw_to_nhwc16_kernel(X, Xn, HW):
     tile through shared memory: it reads 32 neighbouring pixels of a channel (one 128-byte run)
     and writes 32 neighbouring channels of a pixel, so both sides move whole runs (a thread per
     element of Xn would read with a stride of H·W values). Grid (pixels / 32, C8 / 32, N), block (32, 8)."""
-    tile = cuda.shared.array((LAYOUT_TILE, LAYOUT_TILE + 1), float32)  # + 1: a column falls in 32 banks
+    tile = cuda.shared.array(LAYOUT_SHARED, float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     p0, c0, n = cuda.blockIdx.x * LAYOUT_TILE, cuda.blockIdx.y * LAYOUT_TILE, cuda.blockIdx.z
     C8, C = Xn.shape[1], X.shape[1] // HW
@@ -476,7 +492,7 @@ def nhwc_rows_to_nchw_kernel(Yn, Y, HW):
     Yn[n·H'·W' + p, k], the padding rows and filters dropped. nchw_to_nhwc16_kernel's tile the
     other way: 32 filters of a pixel read, 32 pixels of a filter written. Grid (pixels / 32,
     K / 32, N), block (32, 8)."""
-    tile = cuda.shared.array((LAYOUT_TILE, LAYOUT_TILE + 1), float32)
+    tile = cuda.shared.array(LAYOUT_SHARED, float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     p0, k0, n = cuda.blockIdx.x * LAYOUT_TILE, cuda.blockIdx.y * LAYOUT_TILE, cuda.blockIdx.z
     K = Y.shape[1] // HW

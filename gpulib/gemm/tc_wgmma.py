@@ -338,11 +338,18 @@ def make_tc_gemm_v8(bn: int, stages: int, operands: str = "fp16", out: str = "fp
     request_at = _tma_request_at(a_bytes, stage_bytes)
 
     @cuda.jit(device=True)
-    def request(smem, base, bars, a_map, b_map, M, N, steps, f):
-        """(One thread) the f-th 64-deep stage of this block's run of tiles: tile f // steps of
-        its own, k-step f mod steps, into buffer f mod stages."""
-        row0, col0 = tile_origin(cuda.blockIdx.x + (f // steps) * cuda.gridDim.x, M, N, V5_BM, bn)
-        request_at(smem, base, bars, f % stages, a_map, b_map, row0, col0, (f % steps) * V5_BK)
+    def request(smem, base, bars, a_map, b_map, M, N, steps, f, at):
+        """(One thread) the f-th 64-deep stage of this block's run of tiles into buffer f mod
+        stages, then ``at`` moved on to the next: ``at`` = (tile of its own, k-step, row0, col0)
+        of stage f. Kept up to date, not divided out of f: a 64-bit division by the run-time
+        ``steps`` (and tile_origin's by M and N) costs hundreds of cycles, and the whole first
+        warpgroup waits for this thread at its next wgmma, so it would cost every k-step."""
+        request_at(smem, base, bars, f % stages, a_map, b_map, at[2], at[3], at[1] * V5_BK)
+        at[1] += 1
+        if at[1] == steps:  # the next tile of this block: once per tile
+            at[0] += 1
+            at[1] = 0
+            at[2], at[3] = tile_origin(cuda.blockIdx.x + at[0] * cuda.gridDim.x, M, N, V5_BM, bn)
 
     @tma.kernel
     def tc_gemm_v8_kernel(a_map, b_map, c_map, C, K):
@@ -369,9 +376,12 @@ def make_tc_gemm_v8(bn: int, stages: int, operands: str = "fp16", out: str = "fp
                 tma.acquire(c_map)
         tma.fence_init()
         cuda.syncthreads()
+        at = cuda.local.array(4, types.int64)  # (thread 0) where its next request is
+        at[0], at[1] = 0, 0
+        at[2], at[3] = tile_origin(cuda.blockIdx.x, M, N, V5_BM, bn)
         if t == 0:
             for f in range(min(stages - 1, total)):
-                request(smem, base, bars, a_map, b_map, M, N, steps, f)
+                request(smem, base, bars, a_map, b_map, M, N, steps, f, at)
         for i in range(mine):
             row0, col0 = tile_origin(cuda.blockIdx.x + i * cuda.gridDim.x, M, N, V5_BM, bn)
             for k in range(steps):
@@ -385,7 +395,7 @@ def make_tc_gemm_v8(bn: int, stages: int, operands: str = "fp16", out: str = "fp
                 wgmma.wait_one()  # this warpgroup's multiplies of stage f - 1 are done
                 cuda.syncthreads()  # ... and every warpgroup's: that buffer may be refilled
                 if t == 0 and f + stages - 1 < total:  # may be the next tile's: it lands during the epilogue
-                    request(smem, base, bars, a_map, b_map, M, N, steps, f + stages - 1)
+                    request(smem, base, bars, a_map, b_map, M, N, steps, f + stages - 1, at)
             wgmma.wait_all()  # the tile is summed: out with it
             if staged:
                 if t == 0:
