@@ -196,7 +196,7 @@ def sass_mix(kernel, ops=SASS_OPS) -> dict:
     """How many times each instruction of ``ops`` appears in a compiled kernel's machine code
     (its one specialization; static counts, not executed ones), and ``all`` instructions. LDS
     is the 32-bit shared-memory load, LDS.128 the 128-bit one; any other name counts the
-    instructions whose opcode starts with it (HGMMA, LDGSTS, ...). Needs nvdisasm (the CUDA
+    instructions whose opcode is it or starts with it (HGMMA, LDGSTS, STG.E.64 ...). Needs nvdisasm (the CUDA
     toolkit) on the PATH."""
     import re
 
@@ -209,7 +209,7 @@ def sass_mix(kernel, ops=SASS_OPS) -> dict:
             counts["all"] += 1
         words = line.replace(";", " ").split()
         for op in others:
-            if any(word.split(".")[0] == op for word in words):
+            if any(word.split(".")[0] == op or word == op or word.startswith(op + ".") for word in words):
                 counts[op] += 1
         for word in words:
             base = word.split(".")[0]
