@@ -545,7 +545,8 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
 
 
 def wgmma_table(r: dict) -> str:
-    lines = [f"Tensor-core GEMM v5 (wgmma) against cuBLAS fp16 ({r['device']}, {r['date']}); gpulib writes fp32, cuBLAS fp16"]
+    lines = [f"Tensor-core GEMM v5-v8 (wgmma) against cuBLAS fp16 ({r['device']}, {r['date']}); gpulib writes fp32 (v8 also "
+             f"fp16 and bf16, as cuBLAS does)"]
     for entry in r["sizes"]:
         lines.append(f"  {entry['size']}^3, {entry['layout']}")
         lines += measuring.rows_table(entry["rows"], "cuBLAS", width=58, indent="    ")
@@ -599,6 +600,25 @@ def winograd_f4_table(r: dict) -> str:
     return "\n".join(lines)
 
 
+def measure_persistent(repeat: int = 20) -> dict:
+    """The persistent rungs against their non-persistent ones and the libraries, in one run:
+    HGEMM v6 (its default) and every v8 config (fp32 C; fp16 and bf16 C as cuBLAS writes them)
+    against cuBLAS fp16 and bf16 at 4096³ and 8192³; conv v3, v4 and v5 on the 16.3 layer
+    and each whole call through the registry, against PyTorch's channels_last conv and cuDNN's
+    fastest plan; v8's and conv v5's resources and SASS counts."""
+    gemm = measure_wgmma(repeat, versions={"v6": [tc_gemm.V6_DEFAULT], "v8": list(tc_gemm.V8_CONFIGS)}, extras=False)
+    kernels = {f"v8 {out} C {config}": dict(measuring.kernel_resources(kernel, tc_gemm.V5_THREADS),
+                                            dynamic_shared_bytes=shared, sass=measuring.sass_mix(kernel, WGMMA_SASS))
+               for out in tc_gemm.OUTPUTS for config, (kernel, shared) in tc_gemm.V8_KERNELS["fp16", out].items()}
+    conv = measure_wgmma_conv(repeat)
+    kernels["conv v5"] = dict(
+        measuring.kernel_resources(tc_conv.tc_conv_persistent_kernel, tc_conv.V3_THREADS),
+        dynamic_shared_bytes=tc_conv.V5_RING_BYTES + 9 * tc_conv.V5_FILTER_BOX_BYTES + 1024,  # the 16.3 layer's
+        sass=measuring.sass_mix(tc_conv.tc_conv_persistent_kernel, WGMMA_SASS),
+    )
+    return dict(gemm, conv=conv, kernels=kernels)
+
+
 def measure_part(part: str, repeat: int = 20) -> dict:
     """One part of ``measure``, to add to stored results (it carries its own device and date)."""
     measuring.require_gpu()
@@ -606,6 +626,8 @@ def measure_part(part: str, repeat: int = 20) -> dict:
         return measure_winograd_f4(repeat)
     if part == "wgmma":
         return measure_wgmma(repeat)
+    if part == "persistent":  # v8 and conv v5 beside v6, v3/v4 and the libraries; the stored ladder stays
+        return measure_persistent(repeat)
     if part == "nsight":  # the profiler's counters of v6, v7 and conv v3/v4 (gpulib/bench/nsight.py)
         return nsight.measure_nsight()
     if part == "tile_cost":  # also inside "wgmma"; alone, it leaves a stored ladder as it was
@@ -620,7 +642,7 @@ def measure_part(part: str, repeat: int = 20) -> dict:
     if part != "resources":
         raise ValueError(
             f"part must be 'tensor_cores', 'resources', 'autotune', 'cudnn_engines', 'winograd_f4', 'wgmma' or "
-            f"'tile_cost' or 'nsight' "
+            f"'tile_cost', 'persistent' or 'nsight' "
             f"(the others are measured together "
             f"by measure()), not {part!r}"
         )
@@ -726,6 +748,8 @@ def table(results: dict, parts=PARTS) -> str:
         lines += tile_cost_table(cost).splitlines()
     if "wgmma" in parts and results.get("nsight"):
         lines += nsight.table(results["nsight"]).splitlines()
+    if "wgmma" in parts and results.get("persistent"):
+        lines += wgmma_table(results["persistent"]).splitlines()
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ from gpulib.env import on_gpu
 from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels and configs, reached from here)
     CONFIGS,
     KERNELS,
+    OUTPUTS,
     SIMULATED_SMS,
     V5_BM,
     V5_CONFIGS,
