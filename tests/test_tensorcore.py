@@ -128,7 +128,7 @@ def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypa
 def test_unknown_conv_version_is_a_value_error():
     from gpulib.conv import tensorcore as tc_conv
 
-    with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4.\), not .v7."):
+    with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4., .v5.\), not .v7."):
         tc_conv.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
 
 
@@ -252,12 +252,12 @@ def test_a_channels_last_fp16_model_calls_the_wgmma_conv_with_nothing_converted(
     from gpulib.conv import front
     from gpulib.conv import tensorcore as tc_conv
 
-    X = rng.standard_normal((2, 12, 9, 8)).astype(np.float32)  # C = 12 -> 16 padded channels
+    X = rng.standard_normal((1, 12, 9, 8)).astype(np.float32)  # C = 12 -> 16 padded channels
     W = rng.standard_normal((20, 12, 3, 3)).astype(np.float32)
     b = rng.standard_normal(20).astype(np.float32)
     Xn, Wk, b_dev = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), gpulib.env.cuda.to_device(b)
-    assert Xn.shape == (2, 9, 8, 16) and Wk.shape == (20, 3, 3, 16)
-    Y = gpulib.poisoned((2, 9, 8, 20))
+    assert Xn.shape == (1, 9, 8, 16) and Wk.shape == (20, 3, 3, 16)
+    Y = gpulib.poisoned((1, 9, 8, 20))
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a conversion, copy or allocation inside the NHWC call")
@@ -280,7 +280,8 @@ def test_the_nhwc_call_refuses_what_it_cannot_take():
     X, Wk = dev(np.ones((1, 6, 6, 8), np.float16)), dev(np.ones((4, 3, 3, 8), np.float16))
     cases = [
         (dict(X=X, W=Wk, algorithm="direct"), r"layout='NHWC' needs an algorithm with an NHWC fp16 form, one of "
-                                             r"\('tc_implicit_gemm_wgmma', 'tc_implicit_gemm_tma'\), not 'direct'"),
+                                             r"\('tc_implicit_gemm_wgmma', 'tc_implicit_gemm_tma', "
+                                             r"'tc_implicit_gemm_persistent'\), not 'direct'"),
         (dict(X=X, W=Wk, algorithm="auto"), "not 'auto'"),
         (dict(X=X, W=Wk, layout="NWHC"), r"layout must be one of \('NCHW', 'NHWC'\), not 'NWHC'"),
         (dict(X=np.ones((1, 6, 6, 8), np.float16), W=Wk), r"X \[N, H, W, C\] must be a device array of fp16"),
@@ -298,7 +299,7 @@ def test_the_nhwc_call_refuses_what_it_cannot_take():
         with pytest.raises(ValueError, match=message):
             front.conv2d(args["X"], args["W"], args["b"], args["padding"], 1, algorithm=args["algorithm"],
                          out=args["out"], layout=args["layout"])
-    with pytest.raises(ValueError, match=r"version must be one of \('v3', 'v4'\), not 'v2'"):
+    with pytest.raises(ValueError, match=r"version must be one of \('v3', 'v4', 'v5'\), not 'v2'"):
         tc_conv.conv2d_tc_nhwc16(X, Wk, version="v2")
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from numba import cuda, float32, types
 
 from gpulib.arrays import blocks, integer_arguments
+from gpulib.env import sized
 from gpulib.tensorcore import tma, wgmma, wmma
 from gpulib.tensorcore.wmma import AB_DTYPE, AB_FRAGMENT, ACC_FRAGMENT, SHARED_ALIGN, TILE, warp_mma, warp_store
 
@@ -437,7 +438,9 @@ def to_fp16_kernel(src, dst):
         dst[i] = float16(src[i])
 
 
-LAYOUT_TILE, LAYOUT_ROWS = 32, 8  # a layout change's block: 32 x 32 values, 32 x 8 threads, 4 values each
+# a layout change's block: 32 x 32 values by 32 x LAYOUT_ROWS threads (8 on a GPU: 4 values each; 1 on
+# the simulator, whose cost is its threads that meet at the barrier: a 32-thread block is 10 times quicker)
+LAYOUT_TILE, LAYOUT_ROWS = 32, sized(gpu=8, sim=1)
 LAYOUT_SHARED = (LAYOUT_TILE, LAYOUT_TILE + 1)  # + 1: a column of the tile falls in 32 banks (a constant shape)
 
 
@@ -447,7 +450,7 @@ def nchw_to_nhwc16_kernel(X, Xn, HW):
     + p], zeros in the padding channels c ≥ C. Block (bx, by, n) turns a 32-pixel x 32-channel
     tile through shared memory: it reads 32 neighbouring pixels of a channel (one 128-byte run)
     and writes 32 neighbouring channels of a pixel, so both sides move whole runs (a thread per
-    element of Xn would read with a stride of H·W values). Grid (pixels / 32, C8 / 32, N), block (32, 8)."""
+    element of Xn would read with a stride of H·W values). Grid (pixels / 32, C8 / 32, N), block (32, LAYOUT_ROWS)."""
     tile = cuda.shared.array(LAYOUT_SHARED, float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     p0, c0, n = cuda.blockIdx.x * LAYOUT_TILE, cuda.blockIdx.y * LAYOUT_TILE, cuda.blockIdx.z
@@ -491,7 +494,7 @@ def nhwc_rows_to_nchw_kernel(Yn, Y, HW):
     """Y [N, K·H'·W'] (NCHW, flat per image; HW = H'·W') from Yn [rows ≥ N·H'·W', ≥ K]: Y[n, k·H'·W' + p] =
     Yn[n·H'·W' + p, k], the padding rows and filters dropped. nchw_to_nhwc16_kernel's tile the
     other way: 32 filters of a pixel read, 32 pixels of a filter written. Grid (pixels / 32,
-    K / 32, N), block (32, 8)."""
+    K / 32, N), block (32, LAYOUT_ROWS)."""
     tile = cuda.shared.array(LAYOUT_SHARED, float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     p0, k0, n = cuda.blockIdx.x * LAYOUT_TILE, cuda.blockIdx.y * LAYOUT_TILE, cuda.blockIdx.z
