@@ -123,7 +123,7 @@ ROWS = [
      "`python benchmarks/conv_gemm.py --save` (one part: `--part gemm`, `layer` or `memory`)", "conv_gemm", gemm),
     ("16.5 tensor cores vs cuBLAS/cuDNN fp16, auto-tuner on four layers, cuDNN's own plans, fp32/TF32/fp16/bf16",
      "`python benchmarks/cudnn_tensorcore.py --save` (one part: `--part tensor_cores`, `resources`, `autotune`, "
-     "`cudnn_engines`, `winograd_f4` or `wgmma`)", "cudnn_tensorcore", tensor_cores),
+     "`cudnn_engines`, `winograd_f4`, `wgmma` or `persistent`)", "cudnn_tensorcore", tensor_cores),
     ("16.6 the model trained and profiled, GPU limits, memory estimate, PyTorch playbook, im2col, CUDA C",
      "`python benchmarks/book_model.py --save` (one part: `--part pytorch`, `softmax`, ...)", "book_model", book_model),
     ("speed-graded exercises: the clean room's points for the instructor's solutions and slower correct ones",
