@@ -390,6 +390,8 @@ add("gpulib.gemm.tc_wgmma.make_tc_gemm_v7", Entry(
                                        a["consumer_registers"], a["operands"]),
     ints={"bn": 8, "stages": 1, "registers": 24, "producer_registers": 24, "consumer_registers": 24},
     choices=("operands",), others={"registers": [("more than 255", 256)], "producer_registers": [("not a multiple of 8", 41)]}))
+add("gpulib.conv.tc_kernels.make_tc_conv_v5", Entry(lambda r: dict(out="fp16"),
+                                                   lambda a: tc_kernels.make_tc_conv_v5(a["out"]), choices=("out",)))
 add("gpulib.gemm.tc_wgmma.make_tc_gemm_v8", Entry(
     lambda r: dict(bn=128, stages=4, operands="fp16", out="16-bit"),
     lambda a: tc_wgmma.make_tc_gemm_v8(a["bn"], a["stages"], a["operands"], a["out"]),

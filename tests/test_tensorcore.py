@@ -317,3 +317,26 @@ def test_the_persistent_conv_streams_boxes_across_its_patches(rng):
     gpulib.validate(Y, tc_conv.reference(X, W, b, 0, 1), scale=ref.conv2d_magnitude(X, W, b, 0, 1).max(), name="conv v5")
     assert tc_conv.supports((64, 128, 3, 3), 1, version="v5").startswith("conv v5 keeps a block's filters")
     assert "stride 1" in tc_conv.supports((64, 16, 3, 3), 2, version="v5")
+
+
+def test_the_persistent_conv_writes_fp16_nhwc_through_tma_stores(rng):
+    """conv v5 with an fp16 Y, as cuDNN writes it: each patch's [128 pixels, 64 filters] box staged
+    in shared memory and written by the copy engine, which leaves out the patch's pixels past the
+    image (a 5x7 output in patches of 16x8); poisoned, so a pixel left unwritten fails."""
+    from gpulib import reference as ref
+    from gpulib.conv import tensorcore as tc_conv
+
+    X = rng.standard_normal((1, 5, 5, 7)).astype(np.float32)
+    W = rng.standard_normal((16, 5, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    Y = gpulib.poisoned((1, 5, 7, 16), np.float16)
+    tc_conv.conv2d_tc_nhwc16(tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), gpulib.env.cuda.to_device(b), 1, 1,
+                             out=Y, version="v5")
+    gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1),
+                    scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v5, fp16 Y")
+    Xn, Wk = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W)
+    with pytest.raises(ValueError, match="out in fp16 needs version 'v5'"):
+        tc_conv.conv2d_tc_nhwc16(Xn, Wk, out=Y, version="v3")
+    with pytest.raises(ValueError, match="out in fp16 needs K a multiple of 8"):
+        tc_conv.conv2d_tc_nhwc16(Xn, tc_conv.filters_krsc16(W[:12]), out=gpulib.poisoned((1, 5, 7, 12), np.float16),
+                                 version="v5")

@@ -297,6 +297,16 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
                 assert "STG.E.64" in sass and "UTMASTG" not in sass, config
             else:  # packed into shared memory, written by the copy engine
                 assert "UTMASTG" in sass and "F2FP" in sass, config
+    from gpulib.conv import tensorcore as tc_conv
+
+    rng = np.random.default_rng(0)
+    X, W = rng.standard_normal((1, 8, 6, 6)).astype(np.float32), rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    tc_conv.conv2d_tc(X, W, None, 1, 1, version="v5")  # compiles both of conv v5's kernels
+    tc_conv.conv2d_tc_nhwc16(tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), None, 1, 1,
+                             out=cuda.device_array((1, 6, 6, 16), np.float16), version="v5")
+    for kernel, sixteen in ((tc_conv.tc_conv_persistent_kernel, False), (tc_conv.tc_conv_persistent16_kernel, True)):
+        sass = "\n".join(kernel.inspect_sass().values())
+        assert "HGMMA" in sass and "UTMALDG" in sass and ("UTMASTG" in sass) == sixteen, kernel
 
 
 @pytest.mark.parametrize("padding, stride", [(1, 1), (2, 2)])

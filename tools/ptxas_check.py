@@ -2,7 +2,7 @@
 whether it serialized their wgmma (its C75xx notes, "Potential Performance Loss: wgmma.mma_async
 instructions are serialized ...", which cost a pipelined kernel most of its speed).
 
-    GPULIB_BACKEND=ptx python tools/ptxas_check.py [v5 v6 v7 v8 v8-16bit conv-v3 conv-v4 conv-v5]
+    GPULIB_BACKEND=ptx python tools/ptxas_check.py [v5 v6 v7 v8 v8-16bit conv-v3 conv-v4 conv-v5 conv-v5-16bit]
 
 Each kernel's LTO-IR comes from Numba (NVVM), the linked CUDA C++ (gpulib/tensorcore's inline
 PTX) is compiled to LTO-IR by nvcc, and nvlink -lto runs ptxas -v on the whole, as a GPU's
@@ -44,7 +44,8 @@ KERNELS = {
     "v8-16bit": (tc_wgmma.V8_KERNELS["fp16", "16-bit"][tc_wgmma.V8_DEFAULT][0], (u64, u64, u64, f16_2, i64), None),
     "conv-v3": (tc_kernels.tc_conv_wgmma_kernel, (f16_2, f16_2, f32_1, f32_2) + (i64,) * 7, None),
     "conv-v4": (tc_kernels.tc_conv_tma_kernel, (u64, u64, f32_1, f32_2) + (i64,) * 9, None),
-    "conv-v5": (tc_kernels.tc_conv_persistent_kernel, (u64, u64, f32_1, f32_2) + (i64,) * 10, None),
+    "conv-v5": (tc_kernels.tc_conv_persistent_kernel, (u64, u64, u64, f32_1, f32_2) + (i64,) * 10, None),
+    "conv-v5-16bit": (tc_kernels.tc_conv_persistent16_kernel, (u64, u64, u64, f32_1, f16_2) + (i64,) * 10, None),
 }
 
 

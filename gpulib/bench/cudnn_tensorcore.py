@@ -485,9 +485,21 @@ def measure_whole_call(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[
                                               out=Yn, view=lambda Y: to_host(Y).transpose(0, 3, 1, 2), scale=scale,
                                               repeat=repeat)
         kernel_ms = measuring.graph_ms(nhwc, repeat)
-        rows.append(dict(version=version, algorithm=algorithm, kernel_ms=kernel_ms, nchw_ms=nchw["ms"],
-                         nhwc_ms=channels_last["ms"], nchw_vs_kernel=nchw["ms"] / kernel_ms,
-                         nhwc_vs_kernel=channels_last["ms"] / kernel_ms))
+        row = dict(version=version, algorithm=algorithm, kernel_ms=kernel_ms, nchw_ms=nchw["ms"],
+                   nhwc_ms=channels_last["ms"], nchw_vs_kernel=nchw["ms"] / kernel_ms,
+                   nhwc_vs_kernel=channels_last["ms"] / kernel_ms)
+        if version == "v5":  # and Y in fp16 too, as cuDNN writes it (a TMA store per patch)
+            Yh = poisoned(Yn.shape, np.float16)
+
+            def half():
+                front.conv2d(Xn, Wk, b_dev, P, S, algorithm=algorithm, out=Yh, layout="NHWC")
+
+            fp16 = measuring.checked_row("conv v5, NHWC fp16 in and out", half, want, out=Yh,
+                                         view=lambda Y: to_host(Y).astype(np.float32).transpose(0, 3, 1, 2),
+                                         scale=scale, rtol=3e-3, repeat=repeat)
+            row.update(fp16_out_ms=fp16["ms"], fp16_out_kernel_ms=measuring.graph_ms(half, repeat))
+            Yh = None
+        rows.append(row)
         Y = Yn = None
     return rows
 
@@ -572,7 +584,9 @@ def wgmma_table(r: dict) -> str:
         for w in c.get("whole_call", []):
             lines.append(f"    conv {w['version']} whole call: kernel {w['kernel_ms']:.4f} ms; NCHW float32 "
                          f"{w['nchw_ms']:.4f} ms ({w['nchw_vs_kernel']:.2f}x); NHWC fp16 {w['nhwc_ms']:.4f} ms "
-                         f"({w['nhwc_vs_kernel']:.2f}x)")
+                         f"({w['nhwc_vs_kernel']:.2f}x)"
+                         + (f"; fp16 Y {w['fp16_out_ms']:.4f} ms (kernel {w['fp16_out_kernel_ms']:.4f})"
+                            if "fp16_out_ms" in w else ""))
     lines.append(f"  {'kernel':<23} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
     for config, k in r["kernels"].items():
         sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())
@@ -611,11 +625,13 @@ def measure_persistent(repeat: int = 20) -> dict:
                                             dynamic_shared_bytes=shared, sass=measuring.sass_mix(kernel, WGMMA_SASS))
                for out in tc_gemm.OUTPUTS for config, (kernel, shared) in tc_gemm.V8_KERNELS["fp16", out].items()}
     conv = measure_wgmma_conv(repeat)
-    kernels["conv v5"] = dict(
-        measuring.kernel_resources(tc_conv.tc_conv_persistent_kernel, tc_conv.V3_THREADS),
-        dynamic_shared_bytes=tc_conv.V5_RING_BYTES + 9 * tc_conv.V5_FILTER_BOX_BYTES + 1024,  # the 16.3 layer's
-        sass=measuring.sass_mix(tc_conv.tc_conv_persistent_kernel, WGMMA_SASS),
-    )
+    for name, kernel, staged in (("conv v5", tc_conv.tc_conv_persistent_kernel, 0),
+                                 ("conv v5 fp16 Y", tc_conv.tc_conv_persistent16_kernel, tc_conv.V3_A_BYTES)):
+        kernels[name] = dict(
+            measuring.kernel_resources(kernel, tc_conv.V3_THREADS),
+            dynamic_shared_bytes=tc_conv.V5_RING_BYTES + 9 * tc_conv.V5_FILTER_BOX_BYTES + staged + 1024,  # 16.3 layer's
+            sass=measuring.sass_mix(kernel, WGMMA_SASS),
+        )
     return dict(gemm, conv=conv, kernels=kernels)
 
 

@@ -370,64 +370,99 @@ def _request_x(smem, base, bars, x_map, f, at, chunks, S, taps, padding, width, 
             at[3], at[4], at[5] = _patch_origin(first + at[0] * stride_tiles, patches, patches_x, width)
 
 
-@tma.kernel
-def tc_conv_persistent_kernel(x_map, w_map, bias, Y, C, Ho, Wo, S, taps, padding, width, patches_x, patches, cols):
-    """conv v5: v4's boxes, persistent. Maps as v4's (X [N, H, W, C] boxes [1, 128 / width, width, 64],
-    Wk [K, R·S, C] boxes [64, 1, 64]); bias [K] fp32; Y [N·H'·W', K] fp32. Block b works for
-    filters 64·(b mod cols):+64, whose taps x chunks boxes it loads once and keeps, and on the
-    pixel patches b // cols, b // cols + gridDim.x / cols, ... of all N·patches, one stream of
-    X boxes through a ring of V5_STAGES buffers running across its patches."""
-    smem = cuda.shared.array(0, float16)
-    bars = cuda.shared.array(V5_BARRIERS, types.uint64)  # the ring's, then the filters' (index V5_STAGES)
-    base = 2 * wgmma.aligned_start(smem)
-    filters = base + V5_RING_BYTES
-    acc = cuda.local.array(V3_ACC, float32)
-    t = cuda.threadIdx.x
-    group = t // wgmma.WARPGROUP
-    col0 = (cuda.blockIdx.x % cols) * V3_BN
-    first, stride_tiles = cuda.blockIdx.x // cols, cuda.gridDim.x // cols
-    chunks = (C + V3_BK - 1) // V3_BK
-    steps = taps * chunks
-    tiles = patches * (Y.shape[0] // (Ho * Wo))  # N images of ``patches`` each
-    mine = max(tiles - first + stride_tiles - 1, 0) // stride_tiles
-    total = mine * steps
-    if t == 0:
-        for s in range(V5_BARRIERS):
-            tma.init(bars, s, 1)
-        tma.acquire(x_map)
-        tma.acquire(w_map)
-    tma.fence_init()
-    cuda.syncthreads()
-    at = cuda.local.array(6, types.int64)  # (thread 0) where its next box is
-    at[0], at[1], at[2] = 0, 0, 0
-    at[3], at[4], at[5] = _patch_origin(first, patches, patches_x, width)
-    if t == 0:
-        tma.expect(bars, V5_STAGES, steps * V5_FILTER_BOX_BYTES)  # every filter box on one barrier
-        for j in range(steps):
-            tma.load3(smem, filters + j * V5_FILTER_BOX_BYTES, w_map, col0, j // chunks, (j % chunks) * V3_BK,
-                      bars, V5_STAGES)
-        for f in range(min(V5_STAGES - 1, total)):
-            _request_x(smem, base, bars, x_map, f, at, chunks, S, taps, padding, width, patches, patches_x, first,
-                       stride_tiles)
-    tma.wait(bars, V5_STAGES, 0)  # the filters have landed
-    for i in range(mine):  # (two loops, the results written after the inner one: written inside a branch of
-        n, y0, x0 = _patch_origin(first + i * stride_tiles, patches, patches_x, width)  # one loop, ptxas
-        _bias_n64(acc, bias, col0)  # serializes every wgmma, C7518)
-        for step in range(steps):
-            f = i * steps + step
-            s = f % V5_STAGES
-            tma.wait(bars, s, (f // V5_STAGES) % 2)
-            wgmma.fence()
-            _multiply64(acc, smem, base + s * V3_A_BYTES + group * wgmma.M_TILE * 128,
-                        filters + step * V5_FILTER_BOX_BYTES, 1)
-            wgmma.commit()
-            wgmma.wait_one()
-            cuda.syncthreads()  # every warpgroup is done with box f - 1: its buffer may be refilled
-            if t == 0 and f + V5_STAGES - 1 < total:
-                _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, at, chunks, S, taps, padding, width, patches,
-                           patches_x, first, stride_tiles)
-        wgmma.wait_all()
-        _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
+def make_tc_conv_v5(out: str = "fp32"):
+    """conv v5's kernel writing Y in fp32 (``out="fp32"``, each thread its values) or fp16
+    (``"fp16"``, as cuDNN writes it: staged in shared memory as one [128 pixels, 64 filters] box
+    of 16-bit words in the 128B swizzle, written by a TMA store that runs on while the next
+    patch is multiplied)."""
+    if out not in ("fp32", "fp16"):
+        raise ValueError(f"out must be 'fp32' or 'fp16', not {out!r}")
+    staged = out == "fp16"
+    _, stage_out = wgmma.EPILOGUE["fp16", V3_BN]
+
+    @tma.kernel
+    def tc_conv_persistent_kernel(x_map, w_map, y_map, bias, Y, C, Ho, Wo, S, taps, padding, width, patches_x,
+                                  patches, cols):
+        """conv v5: v4's boxes, persistent. Maps as v4's (X [N, H, W, C] boxes [1, 128 / width,
+        width, 64], Wk [K, R·S, C] boxes [64, 1, 64]); bias [K] fp32; Y [N·H'·W', K] (fp32, or
+        fp16 through ``y_map``, Y [N, H', W', K] in boxes [1, 128 / width, width, 64]; unread for
+        fp32). Block b works for filters 64·(b mod cols):+64, whose taps x chunks boxes it loads
+        once and keeps, and on the pixel patches b // cols, b // cols + gridDim.x / cols, ... of
+        all N·patches, one stream of X boxes through a ring of V5_STAGES buffers running across
+        its patches."""
+        smem = cuda.shared.array(0, float16)
+        bars = cuda.shared.array(V5_BARRIERS, types.uint64)  # the ring's, then the filters' (index V5_STAGES)
+        base = 2 * wgmma.aligned_start(smem)
+        filters = base + V5_RING_BYTES
+        acc = cuda.local.array(V3_ACC, float32)
+        t = cuda.threadIdx.x
+        group = t // wgmma.WARPGROUP
+        col0 = (cuda.blockIdx.x % cols) * V3_BN
+        first, stride_tiles = cuda.blockIdx.x // cols, cuda.gridDim.x // cols
+        chunks = (C + V3_BK - 1) // V3_BK
+        steps = taps * chunks
+        tiles = patches * (Y.shape[0] // (Ho * Wo))  # N images of ``patches`` each
+        mine = max(tiles - first + stride_tiles - 1, 0) // stride_tiles
+        total = mine * steps
+        if t == 0:
+            for s in range(V5_BARRIERS):
+                tma.init(bars, s, 1)
+            tma.acquire(x_map)
+            tma.acquire(w_map)
+            if staged:
+                tma.acquire(y_map)
+        tma.fence_init()
+        cuda.syncthreads()
+        at = cuda.local.array(6, types.int64)  # (thread 0) where its next box is
+        at[0], at[1], at[2] = 0, 0, 0
+        at[3], at[4], at[5] = _patch_origin(first, patches, patches_x, width)
+        if t == 0:
+            tma.expect(bars, V5_STAGES, steps * V5_FILTER_BOX_BYTES)  # every filter box on one barrier
+            for j in range(steps):
+                tma.load3(smem, filters + j * V5_FILTER_BOX_BYTES, w_map, col0, j // chunks, (j % chunks) * V3_BK,
+                          bars, V5_STAGES)
+            for f in range(min(V5_STAGES - 1, total)):
+                _request_x(smem, base, bars, x_map, f, at, chunks, S, taps, padding, width, patches, patches_x, first,
+                           stride_tiles)
+        tma.wait(bars, V5_STAGES, 0)  # the filters have landed
+        for i in range(mine):  # (two loops, the results written after the inner one: written inside a branch of
+            n, y0, x0 = _patch_origin(first + i * stride_tiles, patches, patches_x, width)  # one loop, ptxas
+            _bias_n64(acc, bias, col0)  # serializes every wgmma, C7518)
+            for step in range(steps):
+                f = i * steps + step
+                s = f % V5_STAGES
+                tma.wait(bars, s, (f // V5_STAGES) % 2)
+                wgmma.fence()
+                _multiply64(acc, smem, base + s * V3_A_BYTES + group * wgmma.M_TILE * 128,
+                            filters + step * V5_FILTER_BOX_BYTES, 1)
+                wgmma.commit()
+                wgmma.wait_one()
+                cuda.syncthreads()  # every warpgroup is done with box f - 1: its buffer may be refilled
+                if t == 0 and f + V5_STAGES - 1 < total:
+                    _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, at, chunks, S, taps, padding, width, patches,
+                               patches_x, first, stride_tiles)
+            wgmma.wait_all()
+            if staged:  # the box lands at (n, y0, x0, col0) of Y; what lies past the image is not written
+                out_byte = filters + steps * V5_FILTER_BOX_BYTES
+                if t == 0:
+                    tma.store_wait_read()  # the previous patch's box has left the staged tile
+                cuda.syncthreads()
+                stage_out(smem, out_byte, wgmma.M_TILE * group, acc)
+                wgmma.fence_async_proxy()
+                cuda.syncthreads()
+                if t == 0:
+                    tma.store4(smem, out_byte, y_map, n, y0, x0, col0)
+                    tma.store_commit()
+            else:
+                _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
+        if staged and t == 0:
+            tma.store_wait()
+
+    return tc_conv_persistent_kernel
+
+
+tc_conv_persistent_kernel = make_tc_conv_v5("fp32")
+tc_conv_persistent16_kernel = make_tc_conv_v5("fp16")
 
 
 @cuda.jit

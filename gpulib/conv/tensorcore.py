@@ -60,6 +60,7 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     tc_conv_kernel,
     tc_conv_nhwc_kernel,
     tc_conv_nhwc_uncapped_kernel,
+    tc_conv_persistent16_kernel,
     tc_conv_persistent_kernel,
     tc_conv_tma_kernel,
     tc_conv_wgmma_kernel,
@@ -253,7 +254,11 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> N
         cols = blocks(K, V3_BN)
         grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
         shared = V5_RING_BYTES + R * S * blocks(C8, V3_BK) * V5_FILTER_BOX_BYTES + wgmma.ATOM_BYTES  # ring, filters
-        wgmma.launch(tc_conv_persistent_kernel, grid, V3_THREADS, shared, x_map, w_map, bias, Y, C8, Ho, Wo, S, R * S,
+        kernel, y_map = tc_conv_persistent_kernel, x_map  # (fp32 Y: the map is not read)
+        if np.dtype(Y.dtype) == np.float16:  # and the staged box of 16-bit results
+            kernel, shared = tc_conv_persistent16_kernel, shared + V3_A_BYTES
+            y_map = tma.cached_map(Y.reshape(N, Ho, Wo, K), (1, height, width, tma.BOX_K)).argument
+        wgmma.launch(kernel, grid, V3_THREADS, shared, x_map, w_map, y_map, bias, Y, C8, Ho, Wo, S, R * S,
                      padding, width, patches_x, patches, cols)
         return
     wgmma.launch(tc_conv_tma_kernel, (N * patches, blocks(K, V3_BN)), V3_THREADS, V4_SHARED, x_map, w_map, bias,
@@ -295,7 +300,8 @@ def _require_device16(a, name: str, layout: str) -> None:
 
 
 def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v3"):
-    """Y [N, H', W', K] float32 (NHWC) = conv(X, W) + b on the tensor cores with X already NHWC
+    """Y [N, H', W', K] float32 (NHWC; fp16 with version v5 when ``out`` is fp16, as cuDNN writes
+    it) = conv(X, W) + b on the tensor cores with X already NHWC
     fp16 [N, H, W, C] and the filters KRSC fp16 [K, R, S, C] (C a multiple of 8; image_nhwc16 and
     filters_krsc16 make them), all on the device: nothing is converted, copied or allocated
     (given ``out``) on the way, so the call costs its kernel and its launch. ``version`` "v3"
@@ -315,7 +321,12 @@ def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=No
         require(b, "b", 1, layout="[K]")
         if b.shape[0] != K:
             raise ValueError(f"b must have K = {K} values (Wk's filters), not {b.shape[0]}")
-    Y = output(out, (N, Ho, Wo, K), "out")
+    half = out is not None and hasattr(out, "dtype") and np.dtype(out.dtype) == np.float16
+    if half and version != "v5":
+        raise ValueError(f"out in fp16 needs version 'v5' (its results leave through a TMA store), not {version!r}")
+    if half and K % 8:
+        raise ValueError(f"out in fp16 needs K a multiple of 8 (the copy engine writes 16-byte rows); got K={K}")
+    Y = output(out, (N, Ho, Wo, K), "out", dtype=np.float16 if half else np.float32)
     reason = supports((K, C, R, S), stride, version=version)
     if reason:
         raise ValueError(reason)

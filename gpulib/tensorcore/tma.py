@@ -93,6 +93,12 @@ extern "C" __device__ int gpulib_tma_store_2d(int* ret, unsigned long long map, 
                  :: "l"(map), "r"(gpulib_smem(src)), "r"(col), "r"(row) : "memory");
     return 0;
 }
+extern "C" __device__ int gpulib_tma_store_4d(int* ret, unsigned long long map, unsigned long long src,
+                                              int c0, int c1, int c2, int c3) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+                 :: "l"(map), "r"(gpulib_smem(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+    return 0;
+}
 extern "C" __device__ int gpulib_bulk_commit(int* ret) {
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     return 0;
@@ -213,6 +219,7 @@ if ON_GPU:
         _load(smem.ctypes.data + byte, tensor_map.ctypes.data, col, row, _at(bars, s))
 
     _store = cuda.declare_device("gpulib_tma_store_2d", _i32(uint64, uint64, _i32, _i32))
+    _store4 = cuda.declare_device("gpulib_tma_store_4d", _i32(uint64, uint64, _i32, _i32, _i32, _i32))
     store_commit = cuda.declare_device("gpulib_bulk_commit", _i32())
     store_wait_read = cuda.declare_device("gpulib_bulk_wait_read", _i32())
     store_wait = cuda.declare_device("gpulib_bulk_wait", _i32())
@@ -226,6 +233,12 @@ if ON_GPU:
         ``store_wait`` until it is written. The threads that wrote the box must first make their
         writes visible to the copy engine (wgmma.fence_async_proxy, then a barrier)."""
         _store(tensor_map.ctypes.data, smem.ctypes.data + byte, col, row)
+
+    @cuda.jit(device=True)
+    def store4(smem, byte, tensor_map, i0, i1, i2, i3):
+        """``store`` for a 4-D map: the box written at index (i0, i1, i2, i3) of the array, what
+        lies outside it (past an image's edge) not written."""
+        _store4(tensor_map.ctypes.data, smem.ctypes.data + byte, i3, i2, i1, i0)
 
     @cuda.jit(device=True)
     def load3(smem, byte, tensor_map, i0, i1, i2, bars, s):
@@ -328,22 +341,34 @@ else:
             memory[at + i] = rows[:, i::8]
         _barrier(bars, s).add(0, -box.nbytes)  # the whole box counts, zeros included, as on a GPU
 
-    @cuda.jit(device=True)
-    def store(smem, byte, tensor_map, row, col):
-        """Emulation: the box read from its swizzled places and written at once, what lies inside
-        the array only."""
+    def _take(smem, byte, tensor_map, index) -> None:
+        """Emulation: _place the other way: the box read row by row from its swizzled places in
+        shared memory and written at ``index`` of the mapped array, what lies inside it only."""
         target = np.asarray(tensor_map.array).view(np.uint16)  # a view: writes reach the array
-        rows, width = tensor_map.box
+        rows = int(np.prod(tensor_map.box[:-1]))
         r = np.arange(rows)[:, None]
         chunks = np.arange(BOX_K // 8)[None, :]
         at = (byte + wgmma.swizzled_byte(r, chunks)) // 2
         memory = np.asarray(smem).view(np.uint16)
-        box = np.empty((rows, width), np.uint16)
+        flat = np.empty((rows, BOX_K), np.uint16)
         for i in range(8):
-            box[:, i::8] = memory[at + i]
-        inside_rows = max(min(rows, target.shape[0] - row), 0)
-        inside_cols = max(min(width, target.shape[1] - col), 0)
-        target[row:row + inside_rows, col:col + inside_cols] = box[:inside_rows, :inside_cols]
+            flat[:, i::8] = memory[at + i]
+        box = flat.reshape(tensor_map.box)
+        lows = [min(max(i, 0), n) for i, n in zip(index, target.shape)]
+        highs = [max(min(i + b, n), lo) for i, b, n, lo in zip(index, box.shape, target.shape, lows)]
+        target[tuple(slice(lo, hi) for lo, hi in zip(lows, highs))] = \
+            box[tuple(slice(lo - i, hi - i) for lo, hi, i in zip(lows, highs, index))]
+
+    @cuda.jit(device=True)
+    def store(smem, byte, tensor_map, row, col):
+        """Emulation: the box read from its swizzled places and written at once, what lies inside
+        the array only."""
+        _take(smem, byte, tensor_map, (row, col))
+
+    @cuda.jit(device=True)
+    def store4(smem, byte, tensor_map, i0, i1, i2, i3):
+        """Emulation: the 4-D box written at once, what lies inside the array only."""
+        _take(smem, byte, tensor_map, (i0, i1, i2, i3))
 
     @cuda.jit(device=True)
     def store_commit():
