@@ -54,6 +54,7 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     bias_rows_kernel,
     filters_to_krsc16_kernel,
     filters_to_rsck16_kernel,
+    make_tc_conv_v5,
     nchw_to_nhwc16_kernel,
     nhwc_rows_to_nchw_kernel,
     pixel_tile,
