@@ -390,6 +390,9 @@ add("gpulib.gemm.tc_wgmma.make_tc_gemm_v7", Entry(
                                        a["consumer_registers"], a["operands"]),
     ints={"bn": 8, "stages": 1, "registers": 24, "producer_registers": 24, "consumer_registers": 24},
     choices=("operands",), others={"registers": [("more than 255", 256)], "producer_registers": [("not a multiple of 8", 41)]}))
+add("gpulib.conv.tensorcore.v5_shared_bytes", Entry(
+    lambda r: dict(W_shape=(64, 64, 3, 3), fp16_out=True), lambda a: tc_conv.v5_shared_bytes(a["W_shape"], a["fp16_out"]),
+    others={"W_shape": W_SHAPE_CASES, "fp16_out": _BOOL_CASES}))
 add("gpulib.conv.tc_kernels.make_tc_conv_v5", Entry(lambda r: dict(out="fp16"),
                                                    lambda a: tc_kernels.make_tc_conv_v5(a["out"]), choices=("out",)))
 add("gpulib.gemm.tc_wgmma.make_tc_gemm_v8", Entry(

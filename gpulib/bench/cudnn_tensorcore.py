@@ -339,12 +339,18 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = N
         dynamic_shared_bytes=tc_conv.V4_SHARED,
         sass=measuring.sass_mix(tc_conv.tc_conv_tma_kernel, WGMMA_SASS),
     )
-    kernels["conv v5"] = dict(
-        measuring.kernel_resources(tc_conv.tc_conv_persistent_kernel, tc_conv.V3_THREADS),
-        dynamic_shared_bytes=tc_conv.V5_RING_BYTES + 9 * tc_conv.V5_FILTER_BOX_BYTES + 1024,  # the 16.3 layer's
-        sass=measuring.sass_mix(tc_conv.tc_conv_persistent_kernel, WGMMA_SASS),
-    )
+    kernels.update(_conv_v5_kernels())
     return dict(measuring.header(repeat), sizes=out, kernels=kernels, conv=conv, tile_cost=tile_cost)
+
+
+def _conv_v5_kernels() -> dict:
+    """Conv v5's two kernels (fp32 and fp16 Y): resources, shared memory for the 16.3 layer, SASS."""
+    W_shape = (LAYER["K"], LAYER["C"], LAYER["R"], LAYER["S"])
+    return {name: dict(measuring.kernel_resources(kernel, tc_conv.V3_THREADS),
+                       dynamic_shared_bytes=tc_conv.v5_shared_bytes(W_shape, half),
+                       sass=measuring.sass_mix(kernel, WGMMA_SASS))
+            for name, kernel, half in (("conv v5", tc_conv.tc_conv_persistent_kernel, False),
+                                       ("conv v5 fp16 Y", tc_conv.tc_conv_persistent16_kernel, True))}
 
 
 TILE_COST_KS = (64, 256, 1024, 2048, 4096)
@@ -625,13 +631,7 @@ def measure_persistent(repeat: int = 20) -> dict:
                                             dynamic_shared_bytes=shared, sass=measuring.sass_mix(kernel, WGMMA_SASS))
                for out in tc_gemm.OUTPUTS for config, (kernel, shared) in tc_gemm.V8_KERNELS["fp16", out].items()}
     conv = measure_wgmma_conv(repeat)
-    for name, kernel, staged in (("conv v5", tc_conv.tc_conv_persistent_kernel, 0),
-                                 ("conv v5 fp16 Y", tc_conv.tc_conv_persistent16_kernel, tc_conv.V3_A_BYTES)):
-        kernels[name] = dict(
-            measuring.kernel_resources(kernel, tc_conv.V3_THREADS),
-            dynamic_shared_bytes=tc_conv.V5_RING_BYTES + 9 * tc_conv.V5_FILTER_BOX_BYTES + staged + 1024,  # 16.3 layer's
-            sass=measuring.sass_mix(kernel, WGMMA_SASS),
-        )
+    kernels.update(_conv_v5_kernels())
     return dict(gemm, conv=conv, kernels=kernels)
 
 

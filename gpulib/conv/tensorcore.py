@@ -21,7 +21,17 @@ import numpy as np
 from numba import cuda
 
 from gpulib import reference as ref
-from gpulib.arrays import blocks, is_device_array, output, require, require_int, require_real, to_device, to_host
+from gpulib.arrays import (
+    blocks,
+    is_device_array,
+    output,
+    require,
+    require_bool,
+    require_int,
+    require_real,
+    to_device,
+    to_host,
+)
 from gpulib.conv.implicit_gemm import device_row_table
 from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from here)
     BM,
@@ -254,16 +264,27 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> N
     if version == "v5":  # one block per SM (cols of them per patch of pixels), each through many patches
         cols = blocks(K, V3_BN)
         grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
-        shared = V5_RING_BYTES + R * S * blocks(C8, V3_BK) * V5_FILTER_BOX_BYTES + wgmma.ATOM_BYTES  # ring, filters
+        half = np.dtype(Y.dtype) == np.float16
+        shared = v5_shared_bytes((K, C8, R, S), half)
         kernel, y_map = tc_conv_persistent_kernel, x_map  # (fp32 Y: the map is not read)
-        if np.dtype(Y.dtype) == np.float16:  # and the staged box of 16-bit results
-            kernel, shared = tc_conv_persistent16_kernel, shared + V3_A_BYTES
+        if half:
+            kernel = tc_conv_persistent16_kernel
             y_map = tma.cached_map(Y.reshape(N, Ho, Wo, K), (1, height, width, tma.BOX_K)).argument
         wgmma.launch(kernel, grid, V3_THREADS, shared, x_map, w_map, y_map, bias, Y, C8, Ho, Wo, S, R * S,
                      padding, width, patches_x, patches, cols)
         return
     wgmma.launch(tc_conv_tma_kernel, (N * patches, blocks(K, V3_BN)), V3_THREADS, V4_SHARED, x_map, w_map, bias,
                  Y, C8, Ho, Wo, S, R * S, padding, width, patches_x, patches)
+
+
+def v5_shared_bytes(W_shape, fp16_out: bool = False) -> int:
+    """conv v5's dynamic shared memory for filters W_shape [K, C, R, S]: its ring of X boxes, the
+    R·S x (C / 64) filter boxes it keeps, the box of 16-bit results if Y is fp16, and the
+    alignment of the first buffer."""
+    K, C, R, S = require_shape(W_shape, "W_shape", "[K, C, R, S]")
+    require_bool(fp16_out, "fp16_out")
+    filters = R * S * blocks(blocks(C, 8) * 8, V3_BK) * V5_FILTER_BOX_BYTES
+    return V5_RING_BYTES + filters + (V3_A_BYTES if fp16_out else 0) + wgmma.ATOM_BYTES
 
 
 NHWC16_VERSIONS = ("v3", "v4", "v5")  # the versions that read NHWC fp16 as it is

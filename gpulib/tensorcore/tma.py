@@ -323,6 +323,14 @@ else:
                 raise RuntimeError(f"barrier {s}: phase parity {phase} never finished ({barrier.phases} phases "
                                    "over); on a GPU this wait would never end")
 
+    def _chunk_words(byte: int, rows: int) -> np.ndarray:
+        """Emulation: the first 16-bit word of each 16-byte chunk of ``rows`` box rows in shared
+        memory from byte ``byte``, [rows, 8], at its place in the 128B swizzle (where cp.async or
+        the copy engine puts it)."""
+        r = np.arange(rows)[:, None]
+        chunks = np.arange(BOX_K // 8)[None, :]
+        return (byte + wgmma.swizzled_byte(r, chunks)) // 2
+
     def _place(smem, byte, tensor_map, index, bars, s) -> None:
         """Emulation: the box at ``index`` (zeros outside the array) placed row by row (a row: its
         last dimension's 64 values), each 16-byte chunk at its swizzled place; its bytes counted."""
@@ -333,9 +341,7 @@ else:
         box[tuple(slice(lo - i, hi - i) for lo, hi, i in zip(lows, highs, index))] = \
             source[tuple(slice(lo, hi) for lo, hi in zip(lows, highs))]
         rows = box.reshape(-1, BOX_K)
-        r = np.arange(rows.shape[0])[:, None]
-        chunks = np.arange(BOX_K // 8)[None, :]
-        at = (byte + wgmma.swizzled_byte(r, chunks)) // 2  # where cp.async would put each chunk
+        at = _chunk_words(byte, rows.shape[0])
         memory = np.asarray(smem).view(np.uint16)
         for i in range(8):
             memory[at + i] = rows[:, i::8]
@@ -346,9 +352,7 @@ else:
         shared memory and written at ``index`` of the mapped array, what lies inside it only."""
         target = np.asarray(tensor_map.array).view(np.uint16)  # a view: writes reach the array
         rows = int(np.prod(tensor_map.box[:-1]))
-        r = np.arange(rows)[:, None]
-        chunks = np.arange(BOX_K // 8)[None, :]
-        at = (byte + wgmma.swizzled_byte(r, chunks)) // 2
+        at = _chunk_words(byte, rows)
         memory = np.asarray(smem).view(np.uint16)
         flat = np.empty((rows, BOX_K), np.uint16)
         for i in range(8):

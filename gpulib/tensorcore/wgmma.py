@@ -69,10 +69,11 @@ extern "C" __device__ int {_mma_name(n, operands)}(int* ret, unsigned long long 
 SOURCE = (
     r"""
 // gpulib: Hopper's warpgroup MMA (sm_90a) as Numba-callable device functions, Numba's ABI.
+static __device__ __forceinline__ unsigned gpulib_wg_smem(unsigned long long p) {
+    unsigned long long s; asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(p)); return static_cast<unsigned>(s);
+}
 extern "C" __device__ int gpulib_shared_address(unsigned* ret, unsigned long long ptr) {
-    unsigned long long s;
-    asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(ptr));
-    *ret = static_cast<unsigned>(s);
+    *ret = gpulib_wg_smem(ptr);
     return 0;
 }
 extern "C" __device__ int gpulib_wgmma_fence(int* ret) {
@@ -100,9 +101,6 @@ extern "C" __device__ int gpulib_fence_async_proxy(int* ret) {
 // GEMM v8's epilogue: two fp32 results rounded and packed into one 32-bit word of shared memory
 // (cvt's first source goes to the upper half: the second column), or stored side by side in
 // global memory with one 8-byte store.
-static __device__ __forceinline__ unsigned gpulib_wg_smem(unsigned long long p) {
-    unsigned long long s; asm("cvta.to.shared.u64 %0, %1;" : "=l"(s) : "l"(p)); return static_cast<unsigned>(s);
-}
 extern "C" __device__ int gpulib_st_shared_f16x2(int* ret, unsigned long long ptr, float lo, float hi) {
     unsigned packed;
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
@@ -158,27 +156,32 @@ def thread_in_warpgroup():
     return cuda.threadIdx.x % WARPGROUP
 
 
-def _store_groups(groups: int):
+def _pair_groups(groups: int):
     @cuda.jit(device=True)
-    def store_groups(C, r0, c0, acc, first):
-        """Column groups first .. first + groups - 1 (8 columns each) of this thread's accumulators."""
+    def pair_groups(C, r0, c0, acc, first, paired):
+        """Column groups first .. first + groups - 1 (8 columns each) of this thread's
+        accumulators, skipping what lies outside C; each two neighbours in one 8-byte store where
+        ``paired`` (C's rows start at multiples of 8 bytes: GEMM v8's fp32 C), else one by one."""
         for j in range(first, first + groups):
             c = c0 + 8 * j
             for h in range(2):
                 r = r0 + 8 * h
                 if r < C.shape[0]:
-                    if c < C.shape[1]:
-                        C[r, c] = acc[4 * j + 2 * h]
-                    if c + 1 < C.shape[1]:
-                        C[r, c + 1] = acc[4 * j + 2 * h + 1]
+                    if paired and c + 1 < C.shape[1]:
+                        store_pair(C, r, c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1])
+                    else:
+                        if c < C.shape[1]:
+                            C[r, c] = acc[4 * j + 2 * h]
+                        if c + 1 < C.shape[1]:
+                            C[r, c + 1] = acc[4 * j + 2 * h + 1]
 
-    return store_groups
+    return pair_groups
 
 
 # at most 16 column groups per loop: the compiler unrolls such a loop, every accumulator index
 # becomes a constant and the accumulators stay in registers. A loop of 32 (N = 256) is kept
 # rolled, and then the 128 accumulators live in local memory (512 bytes a thread).
-_store8, _store16 = _store_groups(8), _store_groups(16)
+_store8, _store16 = _pair_groups(8), _pair_groups(16)
 
 
 @cuda.jit(device=True)
@@ -194,46 +197,25 @@ def store_n64(C, row, col, acc):
     """C[row:row+64, col:col+64] = this warpgroup's accumulators (each thread its 32 values, at
     the places wgmma_model.accumulator_element names), skipping what lies outside C."""
     r0, c0 = accumulator_corner(row, col)
-    _store8(C, r0, c0, acc, 0)
+    _store8(C, r0, c0, acc, 0, False)
 
 
 @cuda.jit(device=True)
 def store_n128(C, row, col, acc):
     """store_n64 for a 64 x 128 tile (64 values a thread)."""
     r0, c0 = accumulator_corner(row, col)
-    _store16(C, r0, c0, acc, 0)
+    _store16(C, r0, c0, acc, 0, False)
 
 
 @cuda.jit(device=True)
 def store_n256(C, row, col, acc):
     """store_n64 for a 64 x 256 tile (128 values a thread), in two loops of 16 column groups."""
     r0, c0 = accumulator_corner(row, col)
-    _store16(C, r0, c0, acc, 0)
-    _store16(C, r0, c0, acc, 16)
+    _store16(C, r0, c0, acc, 0, False)
+    _store16(C, r0, c0, acc, 16, False)
 
 
 BOX_BYTES = 128 * 128  # a 128-row box of 64 16-bit values: GEMM v8's staged tile, per 64 columns
-
-
-def _pair_groups(groups: int):
-    @cuda.jit(device=True)
-    def pair_groups(C, r0, c0, acc, first, paired):
-        """_store_groups with each two neighbours in one 8-byte store where ``paired`` (C's rows
-        start at multiples of 8 bytes) and both lie inside C."""
-        for j in range(first, first + groups):
-            c = c0 + 8 * j
-            for h in range(2):
-                r = r0 + 8 * h
-                if r < C.shape[0]:
-                    if paired and c + 1 < C.shape[1]:
-                        store_pair(C, r, c, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1])
-                    else:
-                        if c < C.shape[1]:
-                            C[r, c] = acc[4 * j + 2 * h]
-                        if c + 1 < C.shape[1]:
-                            C[r, c + 1] = acc[4 * j + 2 * h + 1]
-
-    return pair_groups
 
 
 def _stage_groups(groups: int, pack):
@@ -257,7 +239,7 @@ def _epilogues(n: int, operands: str):
     """The two ways out of a 64 x n tile of accumulators: to fp32 C in 8-byte stores, or staged in
     shared memory as 16-bit words for the copy engine (``operands``' type)."""
     loops = [(first, min(16, n // 8 - first)) for first in range(0, n // 8, 16)]  # unrolled loops of <= 16
-    pairs = [(_pair_groups(size), first) for first, size in loops]
+    pairs = [({8: _store8, 16: _store16}[size], first) for first, size in loops]
     stages = [(_stage_groups(size, PACK[operands]), first) for first, size in loops]
     (p0, f0), (p1, f1) = pairs[0], pairs[-1]
     (s0, g0), (s1, g1) = stages[0], stages[-1]
