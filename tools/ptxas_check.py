@@ -2,7 +2,7 @@
 whether it serialized their wgmma (its C75xx notes, "Potential Performance Loss: wgmma.mma_async
 instructions are serialized ...", which cost a pipelined kernel most of its speed).
 
-    GPULIB_BACKEND=ptx python tools/ptxas_check.py [v5 v6 v7 v8 v8-16bit conv-v3 conv-v4 conv-v5 conv-v5-16bit]
+    GPULIB_BACKEND=ptx python tools/ptxas_check.py [--sass=DIR] [v5 v6 v7 v8 v8-16bit conv-v3 conv-v4 conv-v5 conv-v5-16bit]
 
 Each kernel's LTO-IR comes from Numba (NVVM), the linked CUDA C++ (gpulib/tensorcore's inline
 PTX) is compiled to LTO-IR by nvcc, and nvlink -lto runs ptxas -v on the whole, as a GPU's
@@ -58,7 +58,7 @@ def linked_source() -> str:
     return "\n".join(texts)
 
 
-def check(name: str, work: Path, linked: Path) -> dict:
+def check(name: str, work: Path, linked: Path, sass_dir: Path | None = None) -> dict:
     kernel, signature, registers = KERNELS[name]
     ltoir, _ = cuda.compile(kernel.py_func, signature, device=False, output="ltoir", cc=(9, 0), abi="numba")
     (work / f"{name}.ltoir").write_bytes(ltoir)
@@ -73,16 +73,30 @@ def check(name: str, work: Path, linked: Path) -> dict:
                                   text)))
     if not used:
         raise RuntimeError(f"{name}: ptxas gave no register count:\n{text[-2000:]}")
+    if sass_dir:
+        sass(name, work / f"{name}.cubin", sass_dir)
     return dict(name=name, registers=int(used.group(1)), spill_bytes=int(spills.group(1)) if spills else 0, serialized=notes)
 
 
+def sass(name: str, cubin: Path, sass_dir: Path) -> None:
+    """cuobjdump's SASS of the linked cubin into ``sass_dir``/name.sass (CUOBJDUMP names the
+    tool: the nvidia-cuda-cuobjdump wheel carries it)."""
+    listing = subprocess.run([os.environ.get("CUOBJDUMP", "cuobjdump"), "-sass", str(cubin)],
+                             check=True, capture_output=True, text=True).stdout
+    sass_dir.mkdir(parents=True, exist_ok=True)
+    (sass_dir / f"{name}.sass").write_text(listing)
+
+
 def main(names: list[str]) -> int:
+    if "NVVM_DIR" not in os.environ:
+        print("NVVM_DIR must name a folder with lib64/libnvvm.so and libdevice/ (see the docstring)", file=sys.stderr)
+        return 2
+    sass_dir = None
+    if names and names[0].startswith("--sass="):  # --sass=DIR: also each kernel's SASS listing there
+        sass_dir, names = Path(names[0].split("=", 1)[1]), names[1:]
     unknown = [n for n in names if n not in KERNELS]
     if unknown:
         print(f"unknown kernels {unknown}; choose from {list(KERNELS)}", file=sys.stderr)
-        return 2
-    if "NVVM_DIR" not in os.environ:
-        print("NVVM_DIR must name a folder with lib64/libnvvm.so and libdevice/ (see the docstring)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -90,7 +104,7 @@ def main(names: list[str]) -> int:
         subprocess.run([os.environ.get("NVCC", "nvcc"), "-gencode", "arch=compute_90a,code=lto_90a", "-dc",
                         str(work / "linked.cu"), "-o", str(work / "linked.o")], check=True)
         for name in names or list(KERNELS):
-            r = check(name, work, work / "linked.o")
+            r = check(name, work, work / "linked.o", sass_dir)
             verdict = "; ".join(f"{code}: {why}" for code, why in r["serialized"]) or "not serialized"
             print(f"{r['name']:<9} {r['registers']:>4} registers, {r['spill_bytes']} bytes spilled, wgmma {verdict}")
     return 0

@@ -626,7 +626,8 @@ def measure_persistent(repeat: int = 20) -> dict:
     against cuBLAS fp16 and bf16 at 4096³ and 8192³; conv v3, v4 and v5 on the 16.3 layer
     and each whole call through the registry, against PyTorch's channels_last conv and cuDNN's
     fastest plan; v8's and conv v5's resources and SASS counts."""
-    gemm = measure_wgmma(repeat, versions={"v6": [tc_gemm.V6_DEFAULT], "v8": list(tc_gemm.V8_CONFIGS)}, extras=False)
+    gemm = measure_wgmma(repeat, versions={"v6": [tc_gemm.V6_DEFAULT], "v7": [tc_gemm.V7_DEFAULT],
+                                           "v8": list(tc_gemm.V8_CONFIGS)}, extras=False)
     kernels = {f"v8 {out} C {config}": dict(measuring.kernel_resources(kernel, tc_gemm.V5_THREADS),
                                             dynamic_shared_bytes=shared, sass=measuring.sass_mix(kernel, WGMMA_SASS))
                for out in tc_gemm.OUTPUTS for config, (kernel, shared) in tc_gemm.V8_KERNELS["fp16", out].items()}

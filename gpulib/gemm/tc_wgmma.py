@@ -251,15 +251,19 @@ def make_tc_gemm_v7(bn: int, stages: int, registers: int, producer_registers: in
     def consume(smem, base, full, empty, acc, group, steps):
         """(A multiplying warpgroup) every tile in turn: wait until it is full, multiply, and say
         when the tile before it is done with (one arrival per warpgroup)."""
-        for step in range(steps):
+        tma.wait(full, 0, 0)  # the first tile, outside the loop: it starts acc from zero
+        wgmma.fence()
+        multiply(acc, smem, base + group * wgmma.M_TILE * 128, base + a_bytes, 0)
+        wgmma.commit()
+        for step in range(1, steps):
             s = step % stages
             tma.wait(full, s, (step // stages) % 2)
             wgmma.fence()
             stage = base + s * stage_bytes
-            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, min(step, 1))  # the first: from zero
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, 1)
             wgmma.commit()
             wgmma.wait_one()  # the multiplies of tile step - 1 are done: its buffer is free
-            if step > 0 and wgmma.thread_in_warpgroup() == 0:
+            if wgmma.thread_in_warpgroup() == 0:
                 tma.arrive(empty, (step - 1) % stages)
         wgmma.wait_all()
 
