@@ -128,8 +128,8 @@ def test_v7_over_several_blocks(rng, config):
     _check_v5(rng, 130, 2 * tc_gemm.V7_CONFIGS[config][0] - 20, 72, config, "v7")
 
 
-def _check_v8(rng, M, N, K, config, out=np.float32, operands="fp16"):
-    """v8 on random operands against the float64 product of the rounded operands; C poisoned
+def _check_v8(rng, M, N, K, config, out=np.float32, operands="fp16", version="v8"):
+    """v8 (or v9) on random operands against the float64 product of the rounded operands; C poisoned
     first (fp32, fp16, or bf16 words that are NaN), so a tile left unwritten fails."""
     from gpulib import precision
 
@@ -142,12 +142,12 @@ def _check_v8(rng, M, N, K, config, out=np.float32, operands="fp16"):
         A64, Bt64 = (precision.from_bf16_bits(w).astype(np.float64) for w in (A_in, Bt_in))
     want, scale = A64 @ Bt64.T, (np.abs(A64) @ np.abs(Bt64).T).max()
     C = gpulib.poisoned((M, N), out)
-    tc_gemm.launch(cuda.to_device(A_in), cuda.to_device(Bt_in), C, version="v8", config=config, operands=operands)
+    tc_gemm.launch(cuda.to_device(A_in), cuda.to_device(Bt_in), C, version=version, config=config, operands=operands)
     got = C.copy_to_host()
     if out == np.uint16:  # bf16 words: none may be left as poisoned, then their values
-        assert not gpulib.check.unwritten_mask(got).any(), "v8 left bf16 words of C unwritten"
+        assert not gpulib.check.unwritten_mask(got).any(), f"{version} left bf16 words of C unwritten"
         got = precision.from_bf16_bits(got)
-    gpulib.validate(got, want, rtol=None if out == np.float32 else 1e-2, scale=scale, name=f"v8 {config}")
+    gpulib.validate(got, want, rtol=None if out == np.float32 else 1e-2, scale=scale, name=f"{version} {config}")
     return got, want
 
 
@@ -190,11 +190,25 @@ def test_v8_refuses_a_c_it_cannot_stage():
         tc_gemm.make_tc_gemm_v8(256, 4, out="16-bit")
 
 
+def test_v9_multiplies_while_a_producer_warpgroup_fills_the_ring_across_tiles(rng):
+    """v9 (producer warpgroup, persistent): three tiles of 128x128 over the simulator's two
+    blocks, two stages each through 4 buffers, so a block's second tile waits on buffers given
+    back by both multiplying warpgroups; fp32 C in paired stores."""
+    _check_v8(rng, 260, 136, 72, "128x128, 4 stages", version="v9")
+
+
+def test_v9_writes_fp16_c_in_a_box_per_warpgroup(rng):
+    """v9's 16-bit C: each multiplying warpgroup stages its 64 rows and writes them by TMA
+    itself; M = 200 leaves the second tile's lower warpgroup's box wholly outside C."""
+    got, want = _check_v8(rng, 200, 136, 72, "128x128, 6 stages", np.float16, version="v9")
+    assert np.abs(got - want).max() <= 2.0**-11 * np.abs(want).max() * 1.01 + 1e-4 * np.abs(want).max()
+
+
 def test_v7_refuses_an_unknown_version_or_config():
     A, Bt = cuda.to_device(np.ones((64, 16), np.uint16)), cuda.to_device(np.ones((32, 16), np.uint16))
     C = cuda.device_array((64, 32), np.float32)
-    with pytest.raises(ValueError, match=r"version must be one of \('v1', .*'v8'\), not 'v9'"):
-        tc_gemm.launch(A, Bt, C, version="v9")
+    with pytest.raises(ValueError, match=r"version must be one of \('v1', .*'v9'\), not 'v10'"):
+        tc_gemm.launch(A, Bt, C, version="v10")
     with pytest.raises(ValueError, match=r"config must be one of \('128x256, 3 stages', .*\) for v7, not 'huge'"):
         tc_gemm.launch(A, Bt, C, version="v7", config="huge", operands="bf16")
 
@@ -287,12 +301,15 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
         _check_v5(np.random.default_rng(0), 64, 64, 64, config, "v7")
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and "USETMAXREG" in sass, config
-    for (operands, out), table in tc_gemm.V8_KERNELS.items():
+    for (version, operands, out), table in [((v, *key), table) for v, tables in tc_gemm.PERSISTENT.items()
+                                            for key, table in tables.items()]:
         for config, (kernel, _) in table.items():
             dtype = np.float32 if out == "fp32" else (np.float16 if operands == "fp16" else np.uint16)
-            _check_v8(np.random.default_rng(0), 200, 264, 136, config, dtype, operands)
+            _check_v8(np.random.default_rng(0), 200, 264, 136, config, dtype, operands, version)
             sass = "\n".join(kernel.inspect_sass().values())
-            assert "HGMMA" in sass and "UTMALDG" in sass, (config, out)
+            assert "HGMMA" in sass and "UTMALDG" in sass, (version, config, out)
+            if version == "v9":  # the producer gives its registers to the multipliers
+                assert "USETMAXREG" in sass, config
             if out == "fp32":  # the results in 8-byte stores, no TMA store
                 assert "STG.E.64" in sass and "UTMASTG" not in sass, config
             else:  # packed into shared memory, written by the copy engine
@@ -458,7 +475,7 @@ def test_the_launcher_refuses_bad_preconditions_before_any_launch(monkeypatch):
     C = cuda.device_array((32, 32), np.float32)
     cases = [
         (dict(A=np.ones((32, 32), np.float16), Bt=f16(32, 32), C=C, version="v2"), r"A \[M, K\] must be a device array"),
-        (dict(A=f16(32, 32), Bt=f16(32, 32), C=C, version="v9"), "version must be one of"),
+        (dict(A=f16(32, 32), Bt=f16(32, 32), C=C, version="v10"), "version must be one of"),
         (dict(A=f16(32, 32), Bt=f16(32, 32), C=C, version="v2", operands="bf16"), "needs a wgmma version"),
         (dict(A=f16(24, 32), Bt=f16(32, 32), C=cuda.device_array((24, 32), np.float32), version="v3"),
          "M, N and K multiples of 16"),

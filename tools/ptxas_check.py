@@ -2,7 +2,7 @@
 whether it serialized their wgmma (its C75xx notes, "Potential Performance Loss: wgmma.mma_async
 instructions are serialized ...", which cost a pipelined kernel most of its speed).
 
-    GPULIB_BACKEND=ptx python tools/ptxas_check.py [--sass=DIR] [v5 v6 v7 v8 v8-16bit conv-v3 conv-v4 conv-v5 conv-v5-16bit]
+    GPULIB_BACKEND=ptx python tools/ptxas_check.py [--sass=DIR] [KERNEL ...]   (the names of KERNELS)
 
 Each kernel's LTO-IR comes from Numba (NVVM), the linked CUDA C++ (gpulib/tensorcore's inline
 PTX) is compiled to LTO-IR by nvcc, and nvlink -lto runs ptxas -v on the whole, as a GPU's
@@ -42,6 +42,10 @@ KERNELS = {
            tc_wgmma.V7_CONFIGS[tc_wgmma.V7_DEFAULT][2]),
     "v8": (tc_wgmma.V8_KERNELS["fp16", "fp32"][tc_wgmma.V8_DEFAULT][0], (u64, u64, u64, f32_2, i64), None),
     "v8-16bit": (tc_wgmma.V8_KERNELS["fp16", "16-bit"][tc_wgmma.V8_DEFAULT][0], (u64, u64, u64, f16_2, i64), None),
+    "v9": (tc_wgmma.V9_KERNELS["fp16", "fp32"][tc_wgmma.V9_DEFAULT][0], (u64, u64, u64, f32_2, i64),
+           tc_wgmma.V9_REGISTERS[0]),
+    "v9-16bit": (tc_wgmma.V9_KERNELS["fp16", "16-bit"][tc_wgmma.V9_DEFAULT][0], (u64, u64, u64, f16_2, i64),
+                 tc_wgmma.V9_REGISTERS[0]),
     "conv-v3": (tc_kernels.tc_conv_wgmma_kernel, (f16_2, f16_2, f32_1, f32_2) + (i64,) * 7, None),
     "conv-v4": (tc_kernels.tc_conv_tma_kernel, (u64, u64, f32_1, f32_2) + (i64,) * 9, None),
     "conv-v5": (tc_kernels.tc_conv_persistent_kernel, (u64, u64, u64, f32_1, f32_2) + (i64,) * 10, None),

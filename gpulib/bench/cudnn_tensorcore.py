@@ -259,6 +259,8 @@ WGMMA_SASS = ("HGMMA", "LDGSTS", "UTMALDG", "UTMASTG", "STG.E.64", "SYNCS", "BAR
 
 
 V8_NAME = "v8 (persistent, TMA)"
+V9_NAME = "v9 (persistent, TMA, producer warpgroup)"
+PERSISTENT_NAMES = {"v8": V8_NAME, "v9": V9_NAME}
 
 
 def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = None, extras: bool = True) -> dict:
@@ -281,7 +283,8 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = N
         A_dev, Bt_dev = cuda.to_device(A), cuda.to_device(Bt)
         rows = []
         for version, name in (("v5", "v5 (wgmma, cp.async)"), ("v6", "v6 (wgmma, TMA)"),
-                              ("v7", "v7 (wgmma, TMA, producer warpgroup)"), ("v8", V8_NAME + ", fp32 C")):
+                              ("v7", "v7 (wgmma, TMA, producer warpgroup)"), ("v8", V8_NAME + ", fp32 C"),
+                              ("v9", V9_NAME + ", fp32 C")):
             for config in tc_gemm.CONFIGS[version][0] if versions is None else versions.get(version, ()):
                 C = poisoned((S, S))
                 rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {name}, {config}",
@@ -289,12 +292,15 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = N
                                           out=C, flop=flop,
                                           scale=scale, repeat=repeat))
                 C = None  # freed now (the timed lambdas hold them otherwise)
-        for config in tc_gemm.V8_KERNELS["fp16", "16-bit"]:  # like for like: C in fp16, as cuBLAS writes it
-            C = poisoned((S, S), np.float16)
-            rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {V8_NAME}, fp16 C, {config}",
-                                              lambda: tc_gemm.launch(A_dev, Bt_dev, C, version="v8", config=config),
-                                              want, out=C, flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
-            C = None
+        for version, name in PERSISTENT_NAMES.items():  # like for like: C in fp16, as cuBLAS writes it
+            for config in tc_gemm.PERSISTENT[version]["fp16", "16-bit"]:
+                if versions is not None and config not in versions.get(version, ()):
+                    continue
+                C = poisoned((S, S), np.float16)
+                rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {name}, fp16 C, {config}",
+                                                  lambda: tc_gemm.launch(A_dev, Bt_dev, C, version=version, config=config),
+                                                  want, out=C, flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
+                C = None
         cC = cupy.empty((S, S), cupy.float16)
         rows.append(measuring.checked_row("cuBLAS fp16 (CuPy), C = A·Bᵀ", lambda: cupy.matmul(cA, cBt.T, out=cC), want,
                                   flop=flop, scale=scale, rtol=2e-3, repeat=repeat))
@@ -326,6 +332,8 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = N
             ("v7", tc_gemm.V7_KERNELS, tc_gemm.V7_THREADS),
             ("v8", tc_gemm.V8_KERNELS["fp16", "fp32"], tc_gemm.V5_THREADS),
             ("v8 fp16 C", tc_gemm.V8_KERNELS["fp16", "16-bit"], tc_gemm.V5_THREADS),
+            ("v9", tc_gemm.V9_KERNELS["fp16", "fp32"], tc_gemm.V9_THREADS),
+            ("v9 fp16 C", tc_gemm.V9_KERNELS["fp16", "16-bit"], tc_gemm.V9_THREADS),
         )
         for config, (kernel, shared) in table.items()
     }
@@ -428,6 +436,7 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
         ("v6", "v6 (wgmma, TMA)", tc_gemm.V6_DEFAULT),
         ("v7", "v7 (wgmma, TMA, producer warpgroup)", tc_gemm.V7_DEFAULT),
         ("v8", V8_NAME + ", fp32 C", tc_gemm.V8_DEFAULT),
+        ("v9", V9_NAME + ", fp32 C", tc_gemm.V9_DEFAULT),
     ):
         C = poisoned((S, S))  # fresh for each kernel: an element left unwritten fails its check
         rows.append(
@@ -442,12 +451,13 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
             )
         )
         C = None  # freed now (the timed lambdas hold them otherwise)
-    C = poisoned((S, S), np.uint16)  # bf16 words; the poison is a NaN word
-    rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {V8_NAME}, bf16, bf16 C, {tc_gemm.V8_DEFAULT}",
-                                      lambda: tc_gemm.launch(A_dev, Bt_dev, C, version="v8", operands="bf16"), want,
-                                      out=C, view=lambda words: precision.from_bf16_bits(to_host(words)), flop=flop,
-                                      scale=scale, rtol=1.6e-2, repeat=repeat))
-    C = None
+    for version, name in PERSISTENT_NAMES.items():
+        C = poisoned((S, S), np.uint16)  # bf16 words; the poison is a NaN word
+        rows.append(measuring.checked_row(f"gpulib tensor-core GEMM {name}, bf16, bf16 C, {tc_gemm.CONFIGS[version][1]}",
+                                          lambda: tc_gemm.launch(A_dev, Bt_dev, C, version=version, operands="bf16"),
+                                          want, out=C, view=lambda words: precision.from_bf16_bits(to_host(words)),
+                                          flop=flop, scale=scale, rtol=1.6e-2, repeat=repeat))
+        C = None
     tA, tBt = (torch.as_tensor(precision.from_bf16_bits(w), device="cuda").to(torch.bfloat16) for w in (A_words, Bt_words))
     out = torch.empty((S, S), device="cuda", dtype=torch.bfloat16)
     rows.append(
@@ -622,15 +632,18 @@ def winograd_f4_table(r: dict) -> str:
 
 def measure_persistent(repeat: int = 20) -> dict:
     """The persistent rungs against their non-persistent ones and the libraries, in one run:
-    HGEMM v6 (its default) and every v8 config (fp32 C; fp16 and bf16 C as cuBLAS writes them)
+    HGEMM v6 and v7 (their defaults) and v8's and v9's 128x256 configs (fp32 C; fp16 and bf16 C as cuBLAS writes them)
     against cuBLAS fp16 and bf16 at 4096³ and 8192³; conv v3, v4 and v5 on the 16.3 layer
     and each whole call through the registry, against PyTorch's channels_last conv and cuDNN's
-    fastest plan; v8's and conv v5's resources and SASS counts."""
-    gemm = measure_wgmma(repeat, versions={"v6": [tc_gemm.V6_DEFAULT], "v7": [tc_gemm.V7_DEFAULT],
-                                           "v8": list(tc_gemm.V8_CONFIGS)}, extras=False)
-    kernels = {f"v8 {out} C {config}": dict(measuring.kernel_resources(kernel, tc_gemm.V5_THREADS),
-                                            dynamic_shared_bytes=shared, sass=measuring.sass_mix(kernel, WGMMA_SASS))
-               for out in tc_gemm.OUTPUTS for config, (kernel, shared) in tc_gemm.V8_KERNELS["fp16", out].items()}
+    fastest plan; v8's, v9's and conv v5's resources and SASS counts."""
+    wide = [config for config, (bn, _) in tc_gemm.V8_CONFIGS.items() if bn == 256]  # 128x128 ran at half speed
+    gemm = measure_wgmma(repeat, versions={"v6": [tc_gemm.V6_DEFAULT], "v7": [tc_gemm.V7_DEFAULT], "v8": wide,
+                                           "v9": wide}, extras=False)
+    kernels = {f"{version} {out} C {config}": dict(measuring.kernel_resources(kernel, tc_gemm.CONFIGS[version][2]),
+                                                   dynamic_shared_bytes=shared,
+                                                   sass=measuring.sass_mix(kernel, WGMMA_SASS))
+               for version in tc_gemm.PERSISTENT for out in tc_gemm.OUTPUTS
+               for config, (kernel, shared) in tc_gemm.PERSISTENT[version]["fp16", out].items() if config in wide}
     conv = measure_wgmma_conv(repeat)
     kernels.update(_conv_v5_kernels())
     return dict(gemm, conv=conv, kernels=kernels)

@@ -428,6 +428,161 @@ def _v8_table(operands: str, out: str) -> dict:
 
 V8_KERNELS = {(operands, out): _v8_table(operands, out) for operands in ("fp16", "bf16") for out in OUTPUTS}
 
+V9_CONFIGS = V8_CONFIGS  # the same tiles and rings as v8: only the roles differ
+V9_DEFAULT = V8_DEFAULT
+V9_THREADS = 3 * wgmma.WARPGROUP
+V9_REGISTERS = (168, 40, 232)  # at launch, then the producer's and the multipliers' (as v7: 40 + 2 x 232 = 3 x 168)
+OUT_ROWS = wgmma.M_TILE  # v9's 16-bit C leaves in boxes of 64 rows: each multiplying warpgroup its own
+
+
+@cuda.jit(device=True)
+def next_buffer(s, phase, stages):
+    """The ring position after buffer ``s`` in phase ``phase`` (a counter, not a division)."""
+    s += 1
+    if s == stages:
+        return 0, phase ^ 1
+    return s, phase
+
+
+def make_tc_gemm_v9(bn: int, stages: int, operands: str = "fp16", out: str = "fp32"):
+    """Version 9: v8's persistent tiles and epilogues with v7's roles. Warpgroup 0 (one thread of
+    it) fetches every stage of every tile of the block into the ring, waiting only for a buffer
+    to be empty; warpgroups 1 and 2 multiply and write the results, and they meet the producer
+    only at mbarriers. While they write one tile's results, the producer is already filling the
+    ring with the next tile's stages. Returns (kernel, shared bytes)."""
+    if out not in OUTPUTS:
+        raise ValueError(f"out must be one of {OUTPUTS}, not {out!r}")
+    staged = out == "16-bit"
+    _check_config(bn, stages, operands, 2, (bn // 64) * wgmma.BOX_BYTES if staged else 0)
+    multiply = wgmma.MULTIPLY_TILE[operands, bn]
+    store_pairs, stage_out = wgmma.EPILOGUE[operands, bn]
+    registers, producer_registers, consumer_registers = V9_REGISTERS
+    release, claim = wgmma.RELEASE[producer_registers], wgmma.CLAIM[consumer_registers]
+    a_bytes = V5_BM * V5_BK * 2
+    stage_bytes = a_bytes + bn * V5_BK * 2
+    out_offset = stages * stage_bytes
+    half = OUT_ROWS * 128  # bytes of one warpgroup's 64 rows in each 128-row staged box
+    boxes = bn // 64
+    acc_size = bn // 2
+    request_at = _tma_request_at(a_bytes, stage_bytes)
+
+    @cuda.jit(device=True)
+    def produce(smem, base, full, empty, a_map, b_map, M, N, steps, mine):
+        """(One thread) every stage of this block's tiles in turn: wait until its buffer is
+        empty (the two multiplying warpgroups are done with what it held), then ask TMA for it."""
+        s, phase = 0, 0
+        f = 0
+        for i in range(mine):
+            row0, col0 = tile_origin(cuda.blockIdx.x + i * cuda.gridDim.x, M, N, V5_BM, bn)
+            for k in range(steps):
+                if f >= stages:  # the buffer's previous stage, f - stages, must be done with
+                    tma.wait(empty, s, phase ^ 1)
+                request_at(smem, base, full, s, a_map, b_map, row0, col0, k * V5_BK)
+                f += 1
+                s, phase = next_buffer(s, phase, stages)
+
+    @cuda.jit(device=True)
+    def consume(smem, base, full, empty, acc, group, steps, s, phase):
+        """(A multiplying warpgroup) one tile's stages from ring position (s, phase): the first
+        outside the loop, from zero (a first multiply chosen inside the loop leaves ptxas an
+        accumulator defined in flight, and it serializes every wgmma); each buffer given back
+        (one arrival per warpgroup) once its multiplies are done. Returns the next position."""
+        lane = wgmma.thread_in_warpgroup()
+        tma.wait(full, s, phase)
+        wgmma.fence()
+        stage = base + s * stage_bytes
+        multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, 0)
+        wgmma.commit()
+        done = s
+        s, phase = next_buffer(s, phase, stages)
+        for k in range(1, steps):
+            tma.wait(full, s, phase)
+            wgmma.fence()
+            stage = base + s * stage_bytes
+            multiply(acc, smem, stage + group * wgmma.M_TILE * 128, stage + a_bytes, 1)
+            wgmma.commit()
+            wgmma.wait_one()  # the multiplies of the stage before are done: its buffer is free
+            if lane == 0:
+                tma.arrive(empty, done)
+            done = s
+            s, phase = next_buffer(s, phase, stages)
+        wgmma.wait_all()
+        if lane == 0:
+            tma.arrive(empty, done)
+        return s, phase
+
+    @tma.kernel(max_registers=registers)
+    def tc_gemm_v9_kernel(a_map, b_map, c_map, C, K):
+        """Block b owns tiles b, b + gridDim.x, ... of C. Warpgroup 0 fetches; warpgroup 1 + g
+        multiplies and writes rows 64g .. 64g + 63 of each. ``c_map`` (a 16-bit C's tensor map,
+        64-row boxes) is unread for fp32 C."""
+        smem = cuda.shared.array(0, float16)
+        full = cuda.shared.array(stages, uint64)
+        empty = cuda.shared.array(stages, uint64)
+        met = cuda.shared.array(2, uint64)  # (16-bit C) each multiplying warpgroup's own barrier
+        base = 2 * wgmma.aligned_start(smem)
+        t = cuda.threadIdx.x
+        role = t // wgmma.WARPGROUP
+        M, N = C.shape
+        steps = (K + V5_BK - 1) // V5_BK
+        tiles = ((M + V5_BM - 1) // V5_BM) * ((N + bn - 1) // bn)
+        mine = max(tiles - cuda.blockIdx.x + cuda.gridDim.x - 1, 0) // cuda.gridDim.x
+        if t == 0:
+            for s in range(stages):
+                tma.init(full, s, 1)  # the producer's expect; then the bytes
+                tma.init(empty, s, 2)  # one arrival from each multiplying warpgroup
+            for g in range(2):
+                tma.init(met, g, wgmma.WARPGROUP)
+            tma.acquire(a_map)
+            tma.acquire(b_map)
+            if staged:
+                tma.acquire(c_map)
+        tma.fence_init()
+        cuda.syncthreads()  # the last block-wide barrier
+        if role == 0:
+            release()
+            if t == 0:
+                produce(smem, base, full, empty, a_map, b_map, M, N, steps, mine)
+        else:
+            claim()
+            group = role - 1
+            lane = wgmma.thread_in_warpgroup()
+            paired = (C.strides[0] // 4) % 2 == 0
+            acc = cuda.local.array(acc_size, float32)
+            s, phase = 0, 0
+            for i in range(mine):
+                row0, col0 = tile_origin(cuda.blockIdx.x + i * cuda.gridDim.x, M, N, V5_BM, bn)
+                s, phase = consume(smem, base, full, empty, acc, group, steps, s, phase)
+                if staged:
+                    mine_out = base + out_offset + group * half  # this warpgroup's rows of each box
+                    if lane == 0:
+                        tma.store_wait_read()  # its previous boxes have left the staged rows
+                    tma.arrive(met, group)
+                    tma.wait(met, group, 0)  # (two phases a tile: this one even, the next odd)
+                    stage_out(smem, base + out_offset, wgmma.M_TILE * group, acc)
+                    wgmma.fence_async_proxy()  # the writes, visible to the copy engine ...
+                    tma.arrive(met, group)
+                    tma.wait(met, group, 1)  # ... every thread's of the warpgroup
+                    if lane == 0:
+                        for j in range(boxes):
+                            tma.store(smem, mine_out + j * wgmma.BOX_BYTES, c_map,
+                                      row0 + wgmma.M_TILE * group, col0 + 64 * j)
+                        tma.store_commit()
+                else:
+                    store_pairs(C, row0 + wgmma.M_TILE * group, col0, acc, paired)
+            if staged and lane == 0:
+                tma.store_wait()
+
+    return tc_gemm_v9_kernel, _v8_shared_bytes(bn, stages, out)
+
+
+def _v9_table(operands: str, out: str) -> dict:
+    return {name: make_tc_gemm_v9(bn, stages, operands, out) for name, (bn, stages) in V9_CONFIGS.items()
+            if _v8_shared_bytes(bn, stages, out) <= MAX_DYNAMIC_SHARED}
+
+
+V9_KERNELS = {(operands, out): _v9_table(operands, out) for operands in ("fp16", "bf16") for out in OUTPUTS}
+
 # every version and config with either operand type: (version, operands) → {config: (kernel, shared bytes)};
 # bf16 operands are uint16 arrays of bf16 words (gpulib.precision.bf16_bits)
 KERNELS = {
@@ -439,7 +594,10 @@ KERNELS = {
     ("v7", "bf16"): {name: make_tc_gemm_v7(*config, "bf16") for name, config in V7_CONFIGS.items()},
     ("v8", "fp16"): V8_KERNELS["fp16", "fp32"],
     ("v8", "bf16"): V8_KERNELS["bf16", "fp32"],
+    ("v9", "fp16"): V9_KERNELS["fp16", "fp32"],
+    ("v9", "bf16"): V9_KERNELS["bf16", "fp32"],
 }
 # version → (its configs, the default, threads per block)
 CONFIGS = {"v5": (V5_CONFIGS, V5_DEFAULT, V5_THREADS), "v6": (V6_CONFIGS, V6_DEFAULT, V5_THREADS),
-           "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS), "v8": (V8_CONFIGS, V8_DEFAULT, V5_THREADS)}
+           "v7": (V7_CONFIGS, V7_DEFAULT, V7_THREADS), "v8": (V8_CONFIGS, V8_DEFAULT, V5_THREADS),
+           "v9": (V9_CONFIGS, V9_DEFAULT, V9_THREADS)}

@@ -5,10 +5,11 @@ ladder's one launcher, and ``matmul_tc`` for any sizes.
     C = matmul_tc(A, B, version="v2")   # NumPy or device A [M, K], B [K, N], padded as needed
 
 Versions 1-4 are warp-level WMMA kernels (gemm/tc_wmma.py: from global memory, then block tiles
-staged in shared memory, 16-byte copies, asynchronous copies); versions 5-8 use Hopper's
+staged in shared memory, 16-byte copies, asynchronous copies); versions 5-9 use Hopper's
 warpgroup MMA (gemm/tc_wgmma.py: a cp.async ring, TMA and mbarriers, a producer warpgroup, a
-persistent kernel whose results leave through TMA stores). Version 8 alone also writes C in the
-operands' 16-bit type (as cuBLAS does for fp16 operands) when C is given so.
+persistent kernel whose results leave through TMA stores, and that kernel with a producer
+warpgroup). The persistent versions 8 and 9 also write C in the operands' 16-bit type (as cuBLAS
+does for fp16 operands) when C is given so.
 16.5's notebook says what each rung changes and what it buys. What must stay true: every
 version takes the same operands, and every precondition is a ValueError before any launch
 (``check_launch``).
@@ -24,6 +25,7 @@ from gpulib.env import on_gpu
 from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels and configs, reached from here)
     CONFIGS,
     KERNELS,
+    OUT_ROWS,
     OUTPUTS,
     SIMULATED_SMS,
     V5_BM,
@@ -41,11 +43,16 @@ from gpulib.gemm.tc_wgmma import (  # noqa: F401  (the ladder's kernels and conf
     V8_CONFIGS,
     V8_DEFAULT,
     V8_KERNELS,
+    V9_CONFIGS,
+    V9_DEFAULT,
+    V9_KERNELS,
+    V9_THREADS,
     grouped_tile,
     make_tc_gemm_v5,
     make_tc_gemm_v6,
     make_tc_gemm_v7,
     make_tc_gemm_v8,
+    make_tc_gemm_v9,
     tile_origin,
 )
 from gpulib.gemm.tc_wmma import (  # noqa: F401
@@ -66,10 +73,11 @@ from gpulib.tensorcore import tma, wgmma
 from gpulib.tensorcore.wmma import TILE
 
 VERSIONS = ("v1", "v2", "v3", "v4")  # WMMA (warp-level), B given as [K, N]
-WGMMA_VERSIONS = ("v5", "v6", "v7", "v8")  # warpgroup MMA, B given as Bᵀ [N, K]
+WGMMA_VERSIONS = ("v5", "v6", "v7", "v8", "v9")  # warpgroup MMA, B given as Bᵀ [N, K]
 
 
 OPERANDS = {"fp16": np.float16, "bf16": np.uint16}  # bf16 operands as uint16 arrays of bf16 words
+PERSISTENT = {"v8": V8_KERNELS, "v9": V9_KERNELS}  # the persistent versions: C in fp32 or the operands' type
 
 
 def _require_operand(X, name: str, dtype, layout: str) -> None:
@@ -90,9 +98,11 @@ def check_launch(A, Bt, C, *, version: str, config: str | None = None, operands:
                          "multiply fp16 only")
     _require_operand(A, "A", OPERANDS[operands], "[M, K]")
     _require_operand(Bt, "Bt", OPERANDS[operands], "[N, K]")
-    sixteen = version == "v8" and is_device_array(C) and np.dtype(C.dtype) == OPERANDS[operands]
-    if version == "v8" and not sixteen and is_device_array(C) and np.dtype(C.dtype) != np.float32:
-        raise ValueError(f"C [M, N] must have dtype float32 or, for v8, the operands' {np.dtype(OPERANDS[operands]).name}, "
+    persistent = version in PERSISTENT
+    sixteen = persistent and is_device_array(C) and np.dtype(C.dtype) == OPERANDS[operands]
+    if persistent and not sixteen and is_device_array(C) and np.dtype(C.dtype) != np.float32:
+        raise ValueError(f"C [M, N] must have dtype float32 or, for {version}, the operands' "
+                         f"{np.dtype(OPERANDS[operands]).name}, "
                          f"not {np.dtype(C.dtype).name}")
     _require_operand(C, "C", OPERANDS[operands] if sixteen else np.float32, "[M, N]")
     (M, K), N = A.shape, Bt.shape[0]
@@ -116,8 +126,9 @@ def check_launch(A, Bt, C, *, version: str, config: str | None = None, operands:
     if sixteen:
         if N % 8:
             raise ValueError(f"a 16-bit C needs N a multiple of 8 (the copy engine writes 16-byte rows); got N={N}")
-        if config not in V8_KERNELS[operands, "16-bit"]:
-            raise ValueError(f"config must be one of {tuple(V8_KERNELS[operands, '16-bit'])} for v8 with a 16-bit C "
+        staged = PERSISTENT[version][operands, "16-bit"]
+        if config not in staged:
+            raise ValueError(f"config must be one of {tuple(staged)} for {version} with a 16-bit C "
                              f"(the others leave no shared memory to stage it), not {config!r}")
     reason = wgmma.unsupported_device()
     if reason:
@@ -139,9 +150,9 @@ def transpose16_kernel(Bt, B):
 def launch(A, Bt, C, *, version: str, config: str | None = None, operands: str = "fp16") -> None:
     """C [M, N] (fp32) = A [M, K] · Btᵀ by any version of the ladder, all on the same device operands:
     A [M, K] and Bt = Bᵀ [N, K], C-contiguous fp16 (bf16 words as uint16 with ``operands="bf16"``,
-    versions 5-8), C [M, N] float32 (v8: or the operands' dtype, N a multiple of 8). Versions 1-4
+    versions 5-9), C [M, N] float32 (v8, v9: or the operands' dtype, N a multiple of 8). Versions 1-4
     need M, N, K multiples of 16 and read B as [K, N]: Bt is transposed on the device first (into
-    a buffer kept per shape); versions 5-8 need K a multiple of 8 and, on a GPU, compute
+    a buffer kept per shape); versions 5-9 need K a multiple of 8 and, on a GPU, compute
     capability 9.0; ``config`` picks their tile (None: the version's default). Every
     precondition is checked before any launch (``check_launch``)."""
     config = check_launch(A, Bt, C, version=version, config=config, operands=operands)
@@ -155,12 +166,13 @@ def launch(A, Bt, C, *, version: str, config: str | None = None, operands: str =
         return
     bn = CONFIGS[version][0][config][0]
     grid = blocks(N, bn) * blocks(M, V5_BM)
-    if version == "v8":
+    if version in PERSISTENT:
         out = "fp32" if np.dtype(C.dtype) == np.float32 else "16-bit"
-        kernel, shared = V8_KERNELS[operands, out][config]
+        kernel, shared = PERSISTENT[version][operands, out][config]
         a_map, b_map = (tma.cached_map(X, (rows, tma.BOX_K)).argument for X, rows in ((A, V5_BM), (Bt, bn)))
-        c_map = tma.cached_map(C, (V5_BM, tma.BOX_K)).argument if out == "16-bit" else a_map
-        wgmma.launch(kernel, min(grid, resident_blocks()), V5_THREADS, shared, a_map, b_map, c_map, C, K)
+        out_rows = V5_BM if version == "v8" else OUT_ROWS  # v9: each multiplying warpgroup writes its own rows
+        c_map = tma.cached_map(C, (out_rows, tma.BOX_K)).argument if out == "16-bit" else a_map
+        wgmma.launch(kernel, min(grid, resident_blocks()), CONFIGS[version][2], shared, a_map, b_map, c_map, C, K)
         return
     kernel, shared = KERNELS[version, operands][config]
     if version == "v5":
