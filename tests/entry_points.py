@@ -120,7 +120,7 @@ for _fn in (direct.conv2d_direct, im2col.conv2d_im2col, implicit_gemm.conv2d_imp
             layers.conv2d_forward):
     add(_qualified(_fn), conv_entry(_fn, launches=_fn is not fft.conv2d_fft))
 for _fn in (tc_conv.conv2d_tc_nchw, tc_conv.conv2d_tc_nhwc, tc_conv.conv2d_tc_wgmma, tc_conv.conv2d_tc_tma,
-            tc_conv.conv2d_tc_persistent):
+            tc_conv.conv2d_tc_persistent, tc_conv.conv2d_tc_halo):
     add(_qualified(_fn), conv_entry(_fn, shapes=TC_SHAPES))
 def _nhwc16_args(r, C=8, K=4):  # a 2x1 filter: two steps, which the simulator runs quickly
     return dict(X=dev(r.standard_normal((1, 6, 5, C)).astype(f16)), Wk=dev(r.standard_normal((K, 2, 1, C)).astype(f16)),
@@ -130,7 +130,8 @@ def _nhwc16_args(r, C=8, K=4):  # a 2x1 filter: two steps, which the simulator r
 _NHWC16 = dict(arrays=("X", "Wk", "b"), device_only=("X", "Wk"), optional=("b",), ints={"padding": 0, "stride": 1},
                tied={"X": (3,), "Wk": (0, 3), "b": (0,)}, speaks={"X": ("C", "fp16"), "Wk": ("C", "fp16"), "b": ("K",)},
                launches=True)
-for _fn in (tc_conv.conv2d_tc_wgmma_nhwc16, tc_conv.conv2d_tc_tma_nhwc16, tc_conv.conv2d_tc_persistent_nhwc16):
+for _fn in (tc_conv.conv2d_tc_wgmma_nhwc16, tc_conv.conv2d_tc_tma_nhwc16, tc_conv.conv2d_tc_persistent_nhwc16,
+            tc_conv.conv2d_tc_halo_nhwc16):
     add(_qualified(_fn), Entry(_nhwc16_args, lambda a, fn=_fn: fn(a["X"], a["Wk"], a["b"], a["padding"], a["stride"]),
                                **_NHWC16))
 add("gpulib.conv.tensorcore.conv2d_tc_nhwc16", Entry(
@@ -226,9 +227,10 @@ for _name in ("workspace_bytes", "nonfused_workspace_bytes", "multiplications", 
     add(f"gpulib.conv.winograd.{_name}", shape_entry(getattr(winograd, _name)))
 add("gpulib.conv.winograd.supports", shape_entry(winograd.supports, with_x=False))
 add("gpulib.conv.winograd.supports_f4", shape_entry(winograd.supports_f4, with_x=False))
-for _name in ("supports_nchw", "supports_nhwc", "supports_wgmma", "supports_tma", "supports_persistent"):
+for _name in ("supports_nchw", "supports_nhwc", "supports_wgmma", "supports_tma", "supports_persistent", "supports_halo"):
     add(f"gpulib.conv.tensorcore.{_name}", shape_entry(getattr(tc_conv, _name), with_x=False))
-for _name in ("workspace_nchw", "workspace_nhwc", "workspace_wgmma", "workspace_tma", "workspace_persistent"):
+for _name in ("workspace_nchw", "workspace_nhwc", "workspace_wgmma", "workspace_tma", "workspace_persistent",
+              "workspace_halo"):
     add(f"gpulib.conv.tensorcore.{_name}", shape_entry(getattr(tc_conv, _name)))
 add("gpulib.conv.tensorcore.supports", Entry(lambda r: dict(W_shape=(8, 8, 3, 3), stride=1, version="v3"),
                                              lambda a: tc_conv.supports(a["W_shape"], a["stride"], version=a["version"]),
@@ -357,7 +359,7 @@ def _tc_operands(r, M=32, N=16, K=32, dtype=f16):
                 C=gpulib.cuda.device_array((M, N), f32))
 
 
-for _v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8"):
+for _v in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"):
     for _qual, _fn in (("gpulib.gemm.tensorcore.launch", tc_gemm.launch), ("gpulib.gemm.tensorcore.check_launch",
                                                                             tc_gemm.check_launch)):
         add(_qual, Entry(
@@ -395,11 +397,23 @@ add("gpulib.conv.tensorcore.v5_shared_bytes", Entry(
     others={"W_shape": W_SHAPE_CASES, "fp16_out": _BOOL_CASES}))
 add("gpulib.conv.tc_kernels.make_tc_conv_v5", Entry(lambda r: dict(out="fp16"),
                                                    lambda a: tc_kernels.make_tc_conv_v5(a["out"]), choices=("out",)))
-add("gpulib.gemm.tc_wgmma.make_tc_gemm_v8", Entry(
-    lambda r: dict(bn=128, stages=4, operands="fp16", out="16-bit"),
-    lambda a: tc_wgmma.make_tc_gemm_v8(a["bn"], a["stages"], a["operands"], a["out"]),
-    ints={"bn": 8, "stages": 1}, choices=("operands", "out"),
-    others={"bn": [("not a multiple of 8", 60)], "stages": [("too many to stage C beside", 6 + 1)]}))
+for _name in ("make_tc_gemm_v8", "make_tc_gemm_v9"):
+    add(f"gpulib.gemm.tc_wgmma.{_name}", Entry(
+        lambda r: dict(bn=128, stages=4, operands="fp16", out="16-bit"),
+        lambda a, fn=getattr(tc_wgmma, _name): fn(a["bn"], a["stages"], a["operands"], a["out"]),
+        ints={"bn": 8, "stages": 1}, choices=("operands", "out"),
+        others={"bn": [("not a multiple of 8", 60)], "stages": [("too many to stage C beside", 6 + 1)]}))
+add("gpulib.conv.tc_kernels.make_tc_conv_v6", Entry(lambda r: dict(out="fp16"),
+                                                   lambda a: tc_kernels.make_tc_conv_v6(a["out"]), choices=("out",)))
+add("gpulib.conv.tensorcore.v6_shared_bytes", Entry(
+    lambda r: dict(W_shape=(64, 64, 3, 3), stages=4, box_pixels=144, fp16_out=True),
+    lambda a: tc_conv.v6_shared_bytes(a["W_shape"], a["stages"], a["box_pixels"], a["fp16_out"]),
+    ints={"stages": 1, "box_pixels": 1}, others={"W_shape": W_SHAPE_CASES, "fp16_out": _BOOL_CASES}))
+add("gpulib.conv.tensorcore.v6_stages", Entry(
+    lambda r: dict(W_shape=(64, 64, 3, 3), box_pixels=144, fp16_out=True),
+    lambda a: tc_conv.v6_stages(a["W_shape"], a["box_pixels"], a["fp16_out"]),
+    ints={"box_pixels": 1}, others={"W_shape": W_SHAPE_CASES, "fp16_out": _BOOL_CASES,
+                                    "box_pixels": [("too big for two boxes", 10**6)]}))
 
 # ---------------------------------------------------------------- the layers
 add("gpulib.mlp.layers.layer_forward", Entry(
@@ -1120,6 +1134,10 @@ ACCEPTED: dict = {  # (entry point, argument, label) -> (why, check(result, args
         _fp16_product_is_right),
     ("gpulib.gemm.tensorcore.check_launch#7", "C", "float16"): (
         "v8 takes a C in the operands' 16-bit type", _v8_config_is_named),
+    ("gpulib.gemm.tensorcore.launch#8", "C", "float16"): (
+        "v9 writes C in the operands' 16-bit type, as v8 does", _fp16_product_is_right),
+    ("gpulib.gemm.tensorcore.check_launch#8", "C", "float16"): (
+        "v9 takes a C in the operands' 16-bit type", _v8_config_is_named),
     **{(f"gpulib.gemm.api.{fn}#0", op, "not C-order"): (
         "a transposed view (unit stride along its rows) is an operand every GEMM kernel reads, as cuBLAS takes "
         "transposed operands; matmul's trans_a/trans_b pass them", _product_is_right)

@@ -299,7 +299,7 @@ def test_the_nhwc_call_refuses_what_it_cannot_take():
         with pytest.raises(ValueError, match=message):
             front.conv2d(args["X"], args["W"], args["b"], args["padding"], 1, algorithm=args["algorithm"],
                          out=args["out"], layout=args["layout"])
-    with pytest.raises(ValueError, match=r"version must be one of \('v3', 'v4', 'v5'\), not 'v2'"):
+    with pytest.raises(ValueError, match=r"version must be one of \('v3', 'v4', 'v5', 'v6'\), not 'v2'"):
         tc_conv.conv2d_tc_nhwc16(X, Wk, version="v2")
 
 
@@ -335,8 +335,42 @@ def test_the_persistent_conv_writes_fp16_nhwc_through_tma_stores(rng):
     gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1),
                     scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v5, fp16 Y")
     Xn, Wk = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W)
-    with pytest.raises(ValueError, match="out in fp16 needs version 'v5'"):
+    with pytest.raises(ValueError, match="out in fp16 needs version 'v5' or 'v6'"):
         tc_conv.conv2d_tc_nhwc16(Xn, Wk, out=Y, version="v3")
     with pytest.raises(ValueError, match="out in fp16 needs K a multiple of 8"):
         tc_conv.conv2d_tc_nhwc16(Xn, tc_conv.filters_krsc16(W[:12]), out=gpulib.poisoned((1, 5, 7, 12), np.float16),
                                  version="v5")
+
+
+def test_the_halo_conv_reads_every_tap_of_a_filter_column_from_one_box(rng):
+    """conv v6 on the simulator's two resident blocks: a 5x1 filter with padding 2 on 2 x 124
+    images (2 x 128 out), in patches of one 128-pixel row; each box is the patch's row and the
+    two rows above and below it (zeros past the image), read by the five taps at five row
+    offsets. Boxes of 80 KiB leave room for a ring of two, which each block's three patches
+    run round. (The fp16 test below has a 3x3 filter: three boxes a patch, one per column of it.)"""
+    from gpulib import reference as ref
+    from gpulib.conv import tensorcore as tc_conv
+
+    X = rng.standard_normal((3, 5, 2, 124)).astype(np.float32)
+    W = rng.standard_normal((12, 5, 5, 1)).astype(np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    assert tc_conv.v6_stages((12, 8, 5, 1), 5 * 128) == 2
+    Y = tc_conv.conv2d_tc(X, W, b, 2, 1, out=gpulib.poisoned((3, 12, 2, 128)), version="v6")
+    gpulib.validate(Y, tc_conv.reference(X, W, b, 2, 1), scale=ref.conv2d_magnitude(X, W, b, 2, 1).max(), name="conv v6")
+    assert tc_conv.supports((64, 128, 3, 3), 1, version="v6").startswith("conv v6 keeps a block's filters")
+    assert "stride 1" in tc_conv.supports((64, 16, 3, 3), 2, version="v6")
+
+
+def test_the_halo_conv_writes_fp16_nhwc_through_tma_stores(rng):
+    """conv v6 with an fp16 Y: the same staged box and TMA store as v5 (a 5x7 output)."""
+    from gpulib import reference as ref
+    from gpulib.conv import tensorcore as tc_conv
+
+    X = rng.standard_normal((1, 5, 5, 7)).astype(np.float32)
+    W = rng.standard_normal((16, 5, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    Y = gpulib.poisoned((1, 5, 7, 16), np.float16)
+    tc_conv.conv2d_tc_nhwc16(tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), gpulib.env.cuda.to_device(b), 1, 1,
+                             out=Y, version="v6")
+    gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1),
+                    scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v6, fp16 Y")

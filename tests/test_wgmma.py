@@ -318,10 +318,14 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
 
     rng = np.random.default_rng(0)
     X, W = rng.standard_normal((1, 8, 6, 6)).astype(np.float32), rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
-    tc_conv.conv2d_tc(X, W, None, 1, 1, version="v5")  # compiles both of conv v5's kernels
-    tc_conv.conv2d_tc_nhwc16(tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), None, 1, 1,
-                             out=cuda.device_array((1, 6, 6, 16), np.float16), version="v5")
-    for kernel, sixteen in ((tc_conv.tc_conv_persistent_kernel, False), (tc_conv.tc_conv_persistent16_kernel, True)):
+    for version in ("v5", "v6"):  # compiles both kernels of conv v5 and of v6, each checked against the reference
+        want = tc_conv.reference(X, W, None, 1, 1)
+        gpulib.validate(tc_conv.conv2d_tc(X, W, None, 1, 1, version=version), want, name=f"conv {version}")
+        Y = tc_conv.conv2d_tc_nhwc16(tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), None, 1, 1,
+                                     out=gpulib.poisoned((1, 6, 6, 16), np.float16), version=version)
+        gpulib.validate(Y, want.transpose(0, 2, 3, 1), rtol=3e-3, name=f"conv {version}, fp16 Y")
+    for kernel, sixteen in ((tc_conv.tc_conv_persistent_kernel, False), (tc_conv.tc_conv_persistent16_kernel, True),
+                            (tc_conv.tc_conv_halo_kernel, False), (tc_conv.tc_conv_halo16_kernel, True)):
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and ("UTMASTG" in sass) == sixteen, kernel
 

@@ -50,6 +50,8 @@ KERNELS = {
     "conv-v4": (tc_kernels.tc_conv_tma_kernel, (u64, u64, f32_1, f32_2) + (i64,) * 9, None),
     "conv-v5": (tc_kernels.tc_conv_persistent_kernel, (u64, u64, u64, f32_1, f32_2) + (i64,) * 10, None),
     "conv-v5-16bit": (tc_kernels.tc_conv_persistent16_kernel, (u64, u64, u64, f32_1, f16_2) + (i64,) * 10, None),
+    "conv-v6": (tc_kernels.tc_conv_halo_kernel, (u64, u64, u64, f32_1, f32_2) + (i64,) * 12, None),
+    "conv-v6-16bit": (tc_kernels.tc_conv_halo16_kernel, (u64, u64, u64, f32_1, f16_2) + (i64,) * 12, None),
 }
 
 

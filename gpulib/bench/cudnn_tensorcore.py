@@ -352,13 +352,21 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = N
 
 
 def _conv_v5_kernels() -> dict:
-    """Conv v5's two kernels (fp32 and fp16 Y): resources, shared memory for the 16.3 layer, SASS."""
+    """Conv v5's and v6's kernels (fp32 and fp16 Y): resources, shared memory for the 16.3 layer, SASS."""
     W_shape = (LAYER["K"], LAYER["C"], LAYER["R"], LAYER["S"])
-    return {name: dict(measuring.kernel_resources(kernel, tc_conv.V3_THREADS),
-                       dynamic_shared_bytes=tc_conv.v5_shared_bytes(W_shape, half),
+    height, width = tc_conv.pixel_tile(LAYER["H"], LAYER["W"])  # (stride 1, padding 1: H' = H)
+    box = (height + LAYER["R"] - 1) * width
+
+    def v6_bytes(half):
+        return tc_conv.v6_shared_bytes(W_shape, tc_conv.v6_stages(W_shape, box, half), box, half)
+
+    return {name: dict(measuring.kernel_resources(kernel, tc_conv.V3_THREADS), dynamic_shared_bytes=shared,
                        sass=measuring.sass_mix(kernel, WGMMA_SASS))
-            for name, kernel, half in (("conv v5", tc_conv.tc_conv_persistent_kernel, False),
-                                       ("conv v5 fp16 Y", tc_conv.tc_conv_persistent16_kernel, True))}
+            for name, kernel, shared in (
+                ("conv v5", tc_conv.tc_conv_persistent_kernel, tc_conv.v5_shared_bytes(W_shape, False)),
+                ("conv v5 fp16 Y", tc_conv.tc_conv_persistent16_kernel, tc_conv.v5_shared_bytes(W_shape, True)),
+                ("conv v6", tc_conv.tc_conv_halo_kernel, v6_bytes(False)),
+                ("conv v6 fp16 Y", tc_conv.tc_conv_halo16_kernel, v6_bytes(True)))}
 
 
 TILE_COST_KS = (64, 256, 1024, 2048, 4096)
@@ -474,8 +482,10 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
     return measuring.with_ratio(rows, rows[-1]["ms"])
 
 
-CONV_VERSIONS = (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA"), ("v5", "wgmma, TMA, persistent"))
-CONV_ALGORITHMS = {"v3": "tc_implicit_gemm_wgmma", "v4": "tc_implicit_gemm_tma", "v5": "tc_implicit_gemm_persistent"}
+CONV_VERSIONS = (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA"), ("v5", "wgmma, TMA, persistent"),
+                 ("v6", "wgmma, TMA, persistent, a box per filter column"))
+CONV_ALGORITHMS = {"v3": "tc_implicit_gemm_wgmma", "v4": "tc_implicit_gemm_tma", "v5": "tc_implicit_gemm_persistent",
+                   "v6": "tc_implicit_gemm_halo"}
 
 
 def measure_whole_call(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[dict]:
@@ -504,13 +514,13 @@ def measure_whole_call(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[
         row = dict(version=version, algorithm=algorithm, kernel_ms=kernel_ms, nchw_ms=nchw["ms"],
                    nhwc_ms=channels_last["ms"], nchw_vs_kernel=nchw["ms"] / kernel_ms,
                    nhwc_vs_kernel=channels_last["ms"] / kernel_ms)
-        if version == "v5":  # and Y in fp16 too, as cuDNN writes it (a TMA store per patch)
+        if version in ("v5", "v6"):  # and Y in fp16 too, as cuDNN writes it (a TMA store per patch)
             Yh = poisoned(Yn.shape, np.float16)
 
             def half():
                 front.conv2d(Xn, Wk, b_dev, P, S, algorithm=algorithm, out=Yh, layout="NHWC")
 
-            fp16 = measuring.checked_row("conv v5, NHWC fp16 in and out", half, want, out=Yh,
+            fp16 = measuring.checked_row(f"conv {version}, NHWC fp16 in and out", half, want, out=Yh,
                                          view=lambda Y: to_host(Y).astype(np.float32).transpose(0, 3, 1, 2),
                                          scale=scale, rtol=3e-3, repeat=repeat)
             row.update(fp16_out_ms=fp16["ms"], fp16_out_kernel_ms=measuring.graph_ms(half, repeat))

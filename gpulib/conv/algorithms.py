@@ -202,6 +202,17 @@ _TABLE = [
         precision="fp16",
         run_nhwc16=tensorcore_conv.conv2d_tc_persistent_nhwc16,
     ),
+    Algorithm(
+        name="tc_implicit_gemm_halo",
+        label="tensor-core implicit GEMM (NHWC, wgmma, TMA, persistent, a box per filter column)",
+        cudnn="IMPLICIT_PRECOMP_GEMM",
+        run=tensorcore_conv.conv2d_tc_halo,
+        supports=tensorcore_conv.supports_halo,
+        workspace=tensorcore_conv.workspace_halo,
+        multiplications=direct_multiplications,
+        precision="fp16",
+        run_nhwc16=tensorcore_conv.conv2d_tc_halo_nhwc16,
+    ),
 ]
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}
 NAMES = tuple(ALGORITHMS)

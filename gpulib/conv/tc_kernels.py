@@ -465,6 +465,135 @@ tc_conv_persistent_kernel = make_tc_conv_v5("fp32")
 tc_conv_persistent16_kernel = make_tc_conv_v5("fp16")
 
 
+V6_MAX_STAGES = 6  # conv v6: a ring of up to 6 halo boxes (as many as shared memory holds beside the filters)
+V6_BARRIERS = V6_MAX_STAGES + 1  # the ring's, then the filters' (index V6_MAX_STAGES)
+
+
+@cuda.jit(device=True)
+def _request_halo(smem, ring, box_bytes, bars, s, x_map, at, chunks, S, padding, patches, patches_x, width, first,
+                  stride_tiles):
+    """(One thread) the next halo box of this block's stream into ring buffer ``s``, then ``at``
+    moved on: ``at`` = (patch of its own, filter column dx, channel chunk, n, y0, x0). The box is
+    the patch's rows and the R - 1 below them, moved dx columns: every tap (dy, dx) of the
+    filter reads its pixels from it, dy rows further in (zeros outside the image: the padding)."""
+    tma.expect(bars, s, box_bytes)
+    tma.load4(smem, ring + s * box_bytes, x_map, at[3], at[4] - padding, at[5] + at[1] - padding, at[2] * V3_BK, bars, s)
+    at[2] += 1
+    if at[2] == chunks:
+        at[2] = 0
+        at[1] += 1
+        if at[1] == S:  # the next patch: once per patch
+            at[1] = 0
+            at[0] += 1
+            at[3], at[4], at[5] = _patch_origin(first + at[0] * stride_tiles, patches, patches_x, width)
+
+
+def make_tc_conv_v6(out: str = "fp32"):
+    """conv v6's kernel (Y in fp32, or fp16 through a TMA store as v5 writes it): v5 with one
+    box of X per filter column and channel chunk instead of one per tap. The box holds the
+    patch and the R - 1 pixel rows below it, so the R taps of that filter column all read
+    their 128 pixels out of it: tap (dy, dx) is the box's pixels from row dy on (dy·width
+    pixels in, a whole number of 8-row swizzle atoms as width is a multiple of 8). For a 3x3
+    filter a patch costs 3 boxes instead of 9: a third of the bytes from L2."""
+    if out not in ("fp32", "fp16"):
+        raise ValueError(f"out must be 'fp32' or 'fp16', not {out!r}")
+    staged = out == "fp16"
+    _, stage_out = wgmma.EPILOGUE["fp16", V3_BN]
+
+    @tma.kernel
+    def tc_conv_halo_kernel(x_map, w_map, y_map, bias, Y, C, Ho, Wo, R, S, padding, width, patches_x, patches, cols,
+                            box_bytes, stages):
+        """conv v6. Maps: X [N, H, W, C] in boxes [1, 128 / width + R - 1, width, 64] (``box_bytes``
+        each, ``stages`` of them in the ring), Wk [K, R·S, C] boxes [64, 1, 64], Y as v5's. Block b:
+        filters 64·(b mod cols):+64 (kept in shared memory, after the ring), pixel patches
+        b // cols, b // cols + gridDim.x / cols, ... of all N·patches."""
+        smem = cuda.shared.array(0, float16)
+        bars = cuda.shared.array(V6_BARRIERS, types.uint64)
+        ring = 2 * wgmma.aligned_start(smem)
+        filters = ring + stages * box_bytes
+        acc = cuda.local.array(V3_ACC, float32)
+        t = cuda.threadIdx.x
+        group = t // wgmma.WARPGROUP
+        col0 = (cuda.blockIdx.x % cols) * V3_BN
+        first, stride_tiles = cuda.blockIdx.x // cols, cuda.gridDim.x // cols
+        chunks = (C + V3_BK - 1) // V3_BK
+        boxes = S * chunks  # per patch
+        filter_boxes = R * boxes
+        tiles = patches * (Y.shape[0] // (Ho * Wo))
+        mine = max(tiles - first + stride_tiles - 1, 0) // stride_tiles
+        total = mine * boxes
+        if t == 0:
+            for s in range(V6_BARRIERS):
+                tma.init(bars, s, 1)
+            tma.acquire(x_map)
+            tma.acquire(w_map)
+            if staged:
+                tma.acquire(y_map)
+        tma.fence_init()
+        cuda.syncthreads()
+        at = cuda.local.array(6, types.int64)  # (thread 0) where its next box is
+        at[0], at[1], at[2] = 0, 0, 0
+        at[3], at[4], at[5] = _patch_origin(first, patches, patches_x, width)
+        if t == 0:
+            tma.expect(bars, V6_MAX_STAGES, filter_boxes * V5_FILTER_BOX_BYTES)
+            for j in range(filter_boxes):  # box j: tap j // chunks (= dy·S + dx), channels (j mod chunks)·64
+                tma.load3(smem, filters + j * V5_FILTER_BOX_BYTES, w_map, col0, j // chunks, (j % chunks) * V3_BK,
+                          bars, V6_MAX_STAGES)
+            for f in range(min(stages - 1, total)):
+                _request_halo(smem, ring, box_bytes, bars, f, x_map, at, chunks, S, padding, patches, patches_x,
+                              width, first, stride_tiles)
+        s_next = min(stages - 1, total) % stages  # (thread 0) the buffer of its next request
+        tma.wait(bars, V6_MAX_STAGES, 0)  # the filters have landed
+        s, phase = 0, 0
+        f = 0
+        for i in range(mine):
+            n, y0, x0 = _patch_origin(first + i * stride_tiles, patches, patches_x, width)
+            _bias_n64(acc, bias, col0)
+            for dx in range(S):
+                for chunk in range(chunks):
+                    tma.wait(bars, s, phase)
+                    wgmma.fence()
+                    pixels = ring + s * box_bytes + group * wgmma.M_TILE * 128  # this warpgroup's 64 rows
+                    for dy in range(R):
+                        _multiply64(acc, smem, pixels + dy * width * 128,
+                                    filters + ((dy * S + dx) * chunks + chunk) * V5_FILTER_BOX_BYTES, 1)
+                    wgmma.commit()
+                    wgmma.wait_one()  # the multiplies of the box before are done
+                    cuda.syncthreads()  # ... in both warpgroups: its buffer may be refilled
+                    if t == 0 and f + stages - 1 < total:
+                        _request_halo(smem, ring, box_bytes, bars, s_next, x_map, at, chunks, S, padding, patches,
+                                      patches_x, width, first, stride_tiles)
+                        s_next += 1
+                        if s_next == stages:
+                            s_next = 0
+                    f += 1
+                    s += 1
+                    if s == stages:
+                        s, phase = 0, phase ^ 1
+            wgmma.wait_all()
+            if staged:
+                out_byte = filters + filter_boxes * V5_FILTER_BOX_BYTES
+                if t == 0:
+                    tma.store_wait_read()
+                cuda.syncthreads()
+                stage_out(smem, out_byte, wgmma.M_TILE * group, acc)
+                wgmma.fence_async_proxy()
+                cuda.syncthreads()
+                if t == 0:
+                    tma.store4(smem, out_byte, y_map, n, y0, x0, col0)
+                    tma.store_commit()
+            else:
+                _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
+        if staged and t == 0:
+            tma.store_wait()
+
+    return tc_conv_halo_kernel
+
+
+tc_conv_halo_kernel = make_tc_conv_v6("fp32")
+tc_conv_halo16_kernel = make_tc_conv_v6("fp16")
+
+
 @cuda.jit
 def to_fp16_kernel(src, dst):
     """dst[i] = fp16(src[i]) on flat views: the operands of version 1."""

@@ -8,7 +8,9 @@ convention, and ``conv2d_tc`` for NCHW layers.
 Version 1 works in NCHW on WMMA fragments (tensor-core GEMM v2's tiling, X_col's tile gathered
 through implicit GEMM's row table); version 2 in NHWC with 16-byte asynchronous gathers;
 version 3 on Hopper's warpgroup MMA; version 4 brings its tiles by TMA as boxes of the image
-(stride 1); version 5 is version 4 persistent, its filters loaded once per block and kept.
+(stride 1); version 5 is version 4 persistent, its filters loaded once per block and kept;
+version 6 is version 5 with one box per filter column instead of one per tap (the patch and
+the rows below it, which every tap of that column reads from).
 The kernels are in conv/tc_kernels.py; 16.5's notebook explains each. What must stay true:
 every version is prepared and launched the same way, checked before any launch.
 """
@@ -59,15 +61,19 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     V5_MAX_FILTER_BOXES,
     V5_RING_BYTES,
     V5_STAGES,
+    V6_MAX_STAGES,
     W_LD,
     X_LD,
     bias_rows_kernel,
     filters_to_krsc16_kernel,
     filters_to_rsck16_kernel,
     make_tc_conv_v5,
+    make_tc_conv_v6,
     nchw_to_nhwc16_kernel,
     nhwc_rows_to_nchw_kernel,
     pixel_tile,
+    tc_conv_halo16_kernel,
+    tc_conv_halo_kernel,
     tc_conv_kernel,
     tc_conv_nhwc_kernel,
     tc_conv_nhwc_uncapped_kernel,
@@ -89,7 +95,8 @@ from gpulib.shapes import (
 )
 from gpulib.tensorcore import tma, wgmma
 
-VERSIONS = ("v1", "v2", "v3", "v4", "v5")
+VERSIONS = ("v1", "v2", "v3", "v4", "v5", "v6")
+MAX_SHARED = 227 * 1024  # a block's opt-in shared memory (compute capability 9.0)
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,7 @@ class Operands:
         v3  X [N·H·W, C8] fp16, W [K, R·S·C8] fp16 (K-major, "KRSC"), bias [K] fp32
         v4  as v3
         v5  as v3
+        v6  as v3
 
     with C8 = C rounded up to 8 and K16 = K to 16 (zeros). ``out_shape`` is what ``launch`` writes:
     Y [N, K, H', W'] for v1, Y [N·H'·W' rounded up to 16, K16] for v2, Y [N·H'·W', K] for v3 and v4."""
@@ -129,21 +137,25 @@ class Operands:
 def supports(W_shape, stride: int = 1, *, version: str = "v2") -> str | None:
     """Why ``version`` cannot run a layer with filters ``W_shape`` [K, C, R, S] and ``stride``, or None:
     v1 and v2 run any layer; v3-v5 need wgmma (the simulator, or compute capability 9.0 on a
-    GPU), v4 and v5 also stride 1 (a box moves whole rows of neighbouring pixels), v5 filters
-    that fit its shared memory (R·S·C/64 ≤ V5_MAX_FILTER_BOXES)."""
+    GPU), v4-v6 also stride 1 (a box moves whole rows of neighbouring pixels), v5 and v6 filters
+    that fit their shared memory (R·S·C/64 ≤ V5_MAX_FILTER_BOXES; v6 beside two of its widest
+    boxes)."""
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
     if len(W_shape) != 4 or any(int(d) < 1 for d in W_shape):
         raise ValueError(f"W_shape must be [K, C, R, S] of positive sizes, not {tuple(W_shape)}")
     if version in ("v1", "v2"):
         return None
-    if version in ("v4", "v5") and stride != 1:
+    if version in ("v4", "v5", "v6") and stride != 1:
         return f"conv {version} (TMA boxes) needs stride 1, not {stride}"
     K, C, R, S = (int(d) for d in W_shape)
     boxes = R * S * blocks(blocks(C, 8) * 8, V3_BK)
-    if version == "v5" and boxes > V5_MAX_FILTER_BOXES:
-        return (f"conv v5 keeps a block's filters in shared memory: R·S x (C / 64) = {boxes} boxes of 64 filters, "
-                f"at most {V5_MAX_FILTER_BOXES}")
+    if version in ("v5", "v6") and boxes > V5_MAX_FILTER_BOXES:
+        return (f"conv {version} keeps a block's filters in shared memory: R·S x (C / 64) = {boxes} boxes of 64 "
+                f"filters, at most {V5_MAX_FILTER_BOXES}")
+    tallest = max((128 // w + R - 1) * w for w in V4_PIXEL_TILES)  # a box's pixels, at its widest patch
+    if version == "v6" and v6_shared_bytes((K, C, R, S), 2, tallest, True) > MAX_SHARED:
+        return f"conv v6 needs two halo boxes of {R} pixel rows beside its filters: R = {R} is too tall"
     return wgmma.unsupported_device() or None
 
 
@@ -261,6 +273,22 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> N
     patches = blocks(Ho, height) * patches_x
     x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
     w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
+    if version == "v6":  # as v5, its boxes the patch and the R - 1 rows below it
+        cols = blocks(K, V3_BN)
+        grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
+        half = np.dtype(Y.dtype) == np.float16
+        rows = height + R - 1
+        box_bytes = rows * width * 2 * tma.BOX_K
+        stages = v6_stages((K, C8, R, S), rows * width, half)
+        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, rows, width, tma.BOX_K)).argument
+        kernel, y_map = tc_conv_halo_kernel, x_map  # (fp32 Y: the map is not read)
+        if half:
+            kernel = tc_conv_halo16_kernel
+            y_map = tma.cached_map(Y.reshape(N, Ho, Wo, K), (1, height, width, tma.BOX_K)).argument
+        wgmma.launch(kernel, grid, V3_THREADS, v6_shared_bytes((K, C8, R, S), stages, rows * width, half), x_map,
+                     w_map, y_map, bias, Y, C8, Ho, Wo, R, S, padding, width, patches_x, patches, cols, box_bytes,
+                     stages)
+        return
     if version == "v5":  # one block per SM (cols of them per patch of pixels), each through many patches
         cols = blocks(K, V3_BN)
         grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
@@ -287,7 +315,26 @@ def v5_shared_bytes(W_shape, fp16_out: bool = False) -> int:
     return V5_RING_BYTES + filters + (V3_A_BYTES if fp16_out else 0) + wgmma.ATOM_BYTES
 
 
-NHWC16_VERSIONS = ("v3", "v4", "v5")  # the versions that read NHWC fp16 as it is
+def v6_shared_bytes(W_shape, stages: int, box_pixels: int, fp16_out: bool = False) -> int:
+    """conv v6's dynamic shared memory: ``stages`` halo boxes of ``box_pixels`` pixels (64
+    channels each), the filter boxes it keeps, a box of 16-bit results if Y is fp16, alignment."""
+    K, C, R, S = require_shape(W_shape, "W_shape", "[K, C, R, S]")
+    stages, box_pixels = require_int(stages, "stages", 1), require_int(box_pixels, "box_pixels", 1)
+    require_bool(fp16_out, "fp16_out")
+    filters = R * S * blocks(blocks(C, 8) * 8, V3_BK) * V5_FILTER_BOX_BYTES
+    return stages * box_pixels * 2 * V3_BK + filters + (V3_A_BYTES if fp16_out else 0) + wgmma.ATOM_BYTES
+
+
+def v6_stages(W_shape, box_pixels: int, fp16_out: bool = False) -> int:
+    """How many halo boxes conv v6's ring holds: as many as fit beside its filters, at most V6_MAX_STAGES."""
+    fit = [s for s in range(2, V6_MAX_STAGES + 1) if v6_shared_bytes(W_shape, s, box_pixels, fp16_out) <= MAX_SHARED]
+    if not fit:
+        raise ValueError(f"box_pixels={box_pixels}: conv v6 needs two such boxes beside the filters {tuple(W_shape)} "
+                         f"in {MAX_SHARED} bytes of shared memory")
+    return fit[-1]
+
+
+NHWC16_VERSIONS = ("v3", "v4", "v5", "v6")  # the versions that read NHWC fp16 as it is
 
 
 def image_nhwc16(X, *, out=None):
@@ -322,12 +369,13 @@ def _require_device16(a, name: str, layout: str) -> None:
 
 
 def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v3"):
-    """Y [N, H', W', K] float32 (NHWC; fp16 with version v5 when ``out`` is fp16, as cuDNN writes
+    """Y [N, H', W', K] float32 (NHWC; fp16 with versions v5 and v6 when ``out`` is fp16, as cuDNN writes
     it) = conv(X, W) + b on the tensor cores with X already NHWC
     fp16 [N, H, W, C] and the filters KRSC fp16 [K, R, S, C] (C a multiple of 8; image_nhwc16 and
     filters_krsc16 make them), all on the device: nothing is converted, copied or allocated
     (given ``out``) on the way, so the call costs its kernel and its launch. ``version`` "v3"
-    (cp.async gathers) or "v4" (TMA boxes, stride 1); b a float32 [K] (None: zeros). Every
+    (cp.async gathers), "v4" (TMA boxes, stride 1), "v5" (v4 persistent) or "v6" (v5 with a box
+    per filter column); b a float32 [K] (None: zeros). Every
     precondition is a ValueError before the launch."""
     if version not in NHWC16_VERSIONS:
         raise ValueError(f"version must be one of {NHWC16_VERSIONS}, not {version!r}")
@@ -344,8 +392,9 @@ def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=No
         if b.shape[0] != K:
             raise ValueError(f"b must have K = {K} values (Wk's filters), not {b.shape[0]}")
     half = out is not None and hasattr(out, "dtype") and np.dtype(out.dtype) == np.float16
-    if half and version != "v5":
-        raise ValueError(f"out in fp16 needs version 'v5' (its results leave through a TMA store), not {version!r}")
+    if half and version not in ("v5", "v6"):
+        raise ValueError(f"out in fp16 needs version 'v5' or 'v6' (their results leave through a TMA store), "
+                         f"not {version!r}")
     if half and K % 8:
         raise ValueError(f"out in fp16 needs K a multiple of 8 (the copy engine writes 16-byte rows); got K={K}")
     Y = output(out, (N, Ho, Wo, K), "out", dtype=np.float16 if half else np.float32)
@@ -406,7 +455,7 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, *, vers
         return 2 * (N * C * H * Wd + K * C * R * S) + 12 * C * R * S
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
     _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
-    if version in ("v3", "v4", "v5"):  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
+    if version in ("v3", "v4", "v5", "v6"):  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
         return 2 * (N * H * Wd * C8 + K * R * S * C8) + 4 * K + 4 * N * Ho * Wo * K
     rows = blocks(N * Ho * Wo, 16) * 16
     return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16
@@ -508,3 +557,23 @@ def workspace_persistent(X_shape, W_shape, padding: int = 0, stride: int = 1) ->
 @layer_shapes
 def workspace_tma(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return workspace_bytes(X_shape, W_shape, padding, stride, version="v4")
+
+
+def conv2d_tc_halo(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 6: version 5 with one box per filter column, which its R taps share (stride 1)."""
+    return conv2d_tc(X, W, b, padding, stride, out=out, version="v6")
+
+
+def conv2d_tc_halo_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 6 on channels-last fp16 operands as they are (``conv2d_tc_nhwc16``)."""
+    return conv2d_tc_nhwc16(X, Wk, b, padding, stride, out=out, version="v6")
+
+
+@filter_shape
+def supports_halo(W_shape, stride: int = 1) -> str | None:
+    return supports(W_shape, stride, version="v6")
+
+
+@layer_shapes
+def workspace_halo(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    return workspace_bytes(X_shape, W_shape, padding, stride, version="v6")

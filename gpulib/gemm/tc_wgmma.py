@@ -453,7 +453,9 @@ def make_tc_gemm_v9(bn: int, stages: int, operands: str = "fp16", out: str = "fp
     if out not in OUTPUTS:
         raise ValueError(f"out must be one of {OUTPUTS}, not {out!r}")
     staged = out == "16-bit"
-    _check_config(bn, stages, operands, 2, (bn // 64) * wgmma.BOX_BYTES if staged else 0)
+    _check_config(bn, stages, operands, 2)
+    if staged:  # the tile's 16-bit results beside the ring
+        _check_config(bn, stages, operands, 2, (bn // 64) * wgmma.BOX_BYTES)
     multiply = wgmma.MULTIPLY_TILE[operands, bn]
     store_pairs, stage_out = wgmma.EPILOGUE[operands, bn]
     registers, producer_registers, consumer_registers = V9_REGISTERS
