@@ -35,8 +35,8 @@ def test_fp16_rounding_of_the_operands_is_what_differs_from_fp32(rng):
 def test_mismatched_shapes_are_a_value_error():
     with pytest.raises(ValueError, match="inner dimensions do not match"):
         tc_gemm.matmul_tc(np.ones((16, 8), np.float32), np.ones((16, 8), np.float32))
-    with pytest.raises(ValueError, match="unknown version .v9.; choose one of"):
-        tc_gemm.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version="v9")
+    with pytest.raises(ValueError, match="unknown version .v10.; choose one of"):
+        tc_gemm.matmul_tc(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32), version="v10")
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
@@ -128,7 +128,7 @@ def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypa
 def test_unknown_conv_version_is_a_value_error():
     from gpulib.conv import tensorcore as tc_conv
 
-    with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4., .v5.\), not .v7."):
+    with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4., .v5., .v6.\), not .v7."):
         tc_conv.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
 
 
@@ -281,7 +281,7 @@ def test_the_nhwc_call_refuses_what_it_cannot_take():
     cases = [
         (dict(X=X, W=Wk, algorithm="direct"), r"layout='NHWC' needs an algorithm with an NHWC fp16 form, one of "
                                              r"\('tc_implicit_gemm_wgmma', 'tc_implicit_gemm_tma', "
-                                             r"'tc_implicit_gemm_persistent'\), not 'direct'"),
+                                             r"'tc_implicit_gemm_persistent', 'tc_implicit_gemm_halo'\), not 'direct'"),
         (dict(X=X, W=Wk, algorithm="auto"), "not 'auto'"),
         (dict(X=X, W=Wk, layout="NWHC"), r"layout must be one of \('NCHW', 'NHWC'\), not 'NWHC'"),
         (dict(X=np.ones((1, 6, 6, 8), np.float16), W=Wk), r"X \[N, H, W, C\] must be a device array of fp16"),
