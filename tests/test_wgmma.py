@@ -106,9 +106,11 @@ def test_v6_runs_its_ring_of_barriers_through_several_phases(rng):
     _check_v5(rng, 70, 40, 328, "128x128, 4 stages", "v6")
 
 
-@pytest.mark.parametrize("config", list(tc_gemm.V6_CONFIGS))
+@pytest.mark.parametrize("config", ["128x128, 3 stages", "128x256, 3 stages"])
 def test_v6_over_several_blocks(rng, config):
-    """2 x 2 blocks of every config (ragged both ways), two 64-deep steps."""
+    """2 x 2 blocks of both tile widths (ragged both ways), two 64-deep steps (the 4-stage
+    configs differ only in their ring, which the test above runs through several phases; the
+    GPU test runs every config)."""
     _check_v5(rng, 130, 2 * tc_gemm.V6_CONFIGS[config][0] - 20, 72, config, "v6")
 
 
