@@ -295,6 +295,9 @@ add("gpulib.conv.implicit_gemm.row_table", Entry(lambda r: dict(C=3, R=3, S=3),
                                                  ints={"C": 1, "R": 1, "S": 1}))
 add("gpulib.conv.tc_kernels.pixel_tile", Entry(lambda r: dict(Ho=6, Wo=5), lambda a: tc_kernels.pixel_tile(a["Ho"], a["Wo"]),
                                                ints={"Ho": 1, "Wo": 1}))
+add("gpulib.conv.tc_kernels.halo_tile", Entry(lambda r: dict(Ho=6, Wo=5, R=3),
+                                              lambda a: tc_kernels.halo_tile(a["Ho"], a["Wo"], a["R"]),
+                                              ints={"Ho": 1, "Wo": 1, "R": 1}))
 
 # ---------------------------------------------------------------- GEMM
 add("gpulib.gemm.api.matmul", Entry(lambda r: _arrays(r, A=(5, 4), B=(4, 3)), lambda a: api.matmul(a["A"], a["B"]),

@@ -343,19 +343,20 @@ def test_the_persistent_conv_writes_fp16_nhwc_through_tma_stores(rng):
 
 
 def test_the_halo_conv_reads_every_tap_of_a_filter_column_from_one_box(rng):
-    """conv v6 on the simulator's two resident blocks: a 5x1 filter with padding 2 on 2 x 124
-    images (2 x 128 out), in patches of one 128-pixel row; each box is the patch's row and the
-    two rows above and below it (zeros past the image), read by the five taps at five row
-    offsets. Boxes of 80 KiB leave room for a ring of two, which each block's three patches
-    run round. (The fp16 test below has a 3x3 filter: three boxes a patch, one per column of it.)"""
+    """conv v6 on the simulator's two resident blocks: a 5x1 filter with padding 2 on 2 x 60
+    images (2 x 64 out), one 2 x 64 patch each; each box is the patch's two rows and the four
+    around them (zeros past the image), read by the five taps at five row offsets. Boxes of
+    48 KiB leave room for a ring of three, which block 0's four patches run round. (The fp16
+    test below has a 3x3 filter: three boxes a patch, one per column of it.)"""
     from gpulib import reference as ref
     from gpulib.conv import tensorcore as tc_conv
 
-    X = rng.standard_normal((3, 5, 2, 124)).astype(np.float32)
+    X = rng.standard_normal((7, 5, 2, 60)).astype(np.float32)
     W = rng.standard_normal((12, 5, 5, 1)).astype(np.float32)
     b = rng.standard_normal(12).astype(np.float32)
-    assert tc_conv.v6_stages((12, 8, 5, 1), 5 * 128) == 2
-    Y = tc_conv.conv2d_tc(X, W, b, 2, 1, out=gpulib.poisoned((3, 12, 2, 128)), version="v6")
+    assert tc_conv.halo_tile(2, 64, 5) == (2, 64) and tc_conv.v6_stages((12, 8, 5, 1), 6 * 64) == 3
+    assert tc_conv.halo_tile(56, 56, 3) == (16, 8)  # the 16.3 layer: 3 boxes of 18 x 8 pixels a patch
+    Y = tc_conv.conv2d_tc(X, W, b, 2, 1, out=gpulib.poisoned((7, 12, 2, 64)), version="v6")
     gpulib.validate(Y, tc_conv.reference(X, W, b, 2, 1), scale=ref.conv2d_magnitude(X, W, b, 2, 1).max(), name="conv v6")
     assert tc_conv.supports((64, 128, 3, 3), 1, version="v6").startswith("conv v6 keeps a block's filters")
     assert "stride 1" in tc_conv.supports((64, 16, 3, 3), 2, version="v6")

@@ -354,7 +354,7 @@ def measure_wgmma(repeat: int = 20, sizes=WGMMA_SIZES, versions: dict | None = N
 def _conv_v5_kernels() -> dict:
     """Conv v5's and v6's kernels (fp32 and fp16 Y): resources, shared memory for the 16.3 layer, SASS."""
     W_shape = (LAYER["K"], LAYER["C"], LAYER["R"], LAYER["S"])
-    height, width = tc_conv.pixel_tile(LAYER["H"], LAYER["W"])  # (stride 1, padding 1: H' = H)
+    height, width = tc_conv.halo_tile(LAYER["H"], LAYER["W"], LAYER["R"])  # (stride 1, padding 1: H' = H)
     box = (height + LAYER["R"] - 1) * width
 
     def v6_bytes(half):

@@ -259,6 +259,19 @@ def pixel_tile(Ho: int, Wo: int) -> tuple[int, int]:
     return 128 // width, width
 
 
+@integer_arguments(Ho=1, Wo=1, R=1)
+def halo_tile(Ho: int, Wo: int, R: int) -> tuple[int, int]:
+    """(height, width) of conv v6's patch of 128 output pixels: of the widths in V4_PIXEL_TILES,
+    the one whose boxes (the patch and the R - 1 rows below it, per filter column) bring the
+    fewest pixels from L2 for the whole image (ties: the wider). A tall, narrow patch shares
+    more of its rows between taps: for 56 x 56 and R = 3, 8 wide and 16 tall."""
+    def loaded(w):
+        h = 128 // w
+        return blocks(Ho, h) * blocks(Wo, w) * (h + R - 1) * w
+    width = min(V4_PIXEL_TILES, key=lambda w: (loaded(w), -w))
+    return 128 // width, width
+
+
 @cuda.jit(device=True)
 def _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group):
     """This thread's 32 results: rows of the block's 128-pixel patch (row i is pixel (y0 + i //

@@ -67,6 +67,7 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     bias_rows_kernel,
     filters_to_krsc16_kernel,
     filters_to_rsck16_kernel,
+    halo_tile,
     make_tc_conv_v5,
     make_tc_conv_v6,
     nchw_to_nhwc16_kernel,
@@ -273,7 +274,10 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> N
     patches = blocks(Ho, height) * patches_x
     x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
     w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
-    if version == "v6":  # as v5, its boxes the patch and the R - 1 rows below it
+    if version == "v6":  # as v5, its boxes the patch and the R - 1 rows below it, its patch shape its own
+        height, width = halo_tile(Ho, Wo, R)
+        patches_x = blocks(Wo, width)
+        patches = blocks(Ho, height) * patches_x
         cols = blocks(K, V3_BN)
         grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
         half = np.dtype(Y.dtype) == np.float16
