@@ -17,6 +17,7 @@ every version is prepared and launched the same way, checked before any launch.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -275,23 +276,17 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> N
     x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
     w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
     if version == "v6":  # as v5, its boxes the patch and the R - 1 rows below it, its patch shape its own
-        height, width = halo_tile(Ho, Wo, R)
-        patches_x = blocks(Wo, width)
-        patches = blocks(Ho, height) * patches_x
+        half = np.dtype(Y.dtype) == np.float16
+        height, width, patches_x, patches, box_bytes, stages, shared = _v6_plan(Ho, Wo, K, C8, R, S, half)
         cols = blocks(K, V3_BN)
         grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
-        half = np.dtype(Y.dtype) == np.float16
-        rows = height + R - 1
-        box_bytes = rows * width * 2 * tma.BOX_K
-        stages = v6_stages((K, C8, R, S), rows * width, half)
-        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, rows, width, tma.BOX_K)).argument
+        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height + R - 1, width, tma.BOX_K)).argument
         kernel, y_map = tc_conv_halo_kernel, x_map  # (fp32 Y: the map is not read)
         if half:
             kernel = tc_conv_halo16_kernel
             y_map = tma.cached_map(Y.reshape(N, Ho, Wo, K), (1, height, width, tma.BOX_K)).argument
-        wgmma.launch(kernel, grid, V3_THREADS, v6_shared_bytes((K, C8, R, S), stages, rows * width, half), x_map,
-                     w_map, y_map, bias, Y, C8, Ho, Wo, R, S, padding, width, patches_x, patches, cols, box_bytes,
-                     stages)
+        wgmma.launch(kernel, grid, V3_THREADS, shared, x_map, w_map, y_map, bias, Y, C8, Ho, Wo, R, S, padding, width,
+                     patches_x, patches, cols, box_bytes, stages)
         return
     if version == "v5":  # one block per SM (cols of them per patch of pixels), each through many patches
         cols = blocks(K, V3_BN)
@@ -317,6 +312,19 @@ def v5_shared_bytes(W_shape, fp16_out: bool = False) -> int:
     require_bool(fp16_out, "fp16_out")
     filters = R * S * blocks(blocks(C, 8) * 8, V3_BK) * V5_FILTER_BOX_BYTES
     return V5_RING_BYTES + filters + (V3_A_BYTES if fp16_out else 0) + wgmma.ATOM_BYTES
+
+
+@functools.lru_cache(maxsize=64)
+def _v6_plan(Ho: int, Wo: int, K: int, C8: int, R: int, S: int, half: bool) -> tuple:
+    """conv v6's launch for one layer, worked out once: (patch height, width, patches across,
+    patches per image, box bytes, ring stages, shared bytes). Worked out at every call, its
+    Python (the tile search, the checked sizes) cost more than the kernel's own time on a GPU."""
+    height, width = halo_tile(Ho, Wo, R)
+    patches_x = blocks(Wo, width)
+    pixels = (height + R - 1) * width
+    stages = v6_stages((K, C8, R, S), pixels, half)
+    return (height, width, patches_x, blocks(Ho, height) * patches_x, pixels * 2 * tma.BOX_K, stages,
+            v6_shared_bytes((K, C8, R, S), stages, pixels, half))
 
 
 def v6_shared_bytes(W_shape, stages: int, box_pixels: int, fp16_out: bool = False) -> int:
