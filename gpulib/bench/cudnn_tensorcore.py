@@ -583,8 +583,8 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
 
 
 def wgmma_table(r: dict) -> str:
-    lines = [f"Tensor-core GEMM v5-v8 (wgmma) against cuBLAS fp16 ({r['device']}, {r['date']}); gpulib writes fp32 (v8 also "
-             f"fp16 and bf16, as cuBLAS does)"]
+    lines = [f"Tensor-core GEMM v5-v9 (wgmma) against cuBLAS fp16 ({r['device']}, {r['date']}); gpulib writes fp32 (v8 and "
+             f"v9 also fp16 and bf16, as cuBLAS does)"]
     for entry in r["sizes"]:
         lines.append(f"  {entry['size']}^3, {entry['layout']}")
         lines += measuring.rows_table(entry["rows"], "cuBLAS", width=58, indent="    ")
