@@ -87,6 +87,15 @@ def tensor_cores() -> str:
     timed = [r["ms"] for r in engines.get("rows", []) if r.get("ms")]
     if timed:
         text += f"; {len(engines['rows'])} cuDNN plans listed, {min(timed):.3f}-{max(timed):.1f} ms"
+    p = R.get("persistent")
+    if p:  # the persistent rungs, measured apart from the ladder
+        sizes = {s["size"]: s for s in p["sizes"]}
+        v9 = lambda n: row(sizes[n]["rows"], "v9 (persistent, TMA, producer warpgroup), fp16 C")  # noqa: E731
+        c = p["conv"]
+        v6 = select(c["whole_call"], "version=v6")
+        text += (f"; `--part persistent` ({when(p)}): HGEMM v9 (persistent, a producer warpgroup, fp16 C) "
+                 f"{pct(v9(4096))} of cuBLAS fp16 at 4096³ and {pct(v9(8192))} at 8192³, conv v6 (fp16 Y) "
+                 f"{c['cudnn_best']['ms'] / v6['fp16_out_kernel_ms']:.0%} of cuDNN's fastest plan")
     return text
 
 
