@@ -1,6 +1,7 @@
-"""16.5b: the tensor-core GEMM ladder HGEMM's warpgroup versions 5-7 (Hopper's wgmma, cp.async or
-TMA into a ring of swizzled shared-memory buffers), C [M, N] fp32 = A [M, K] · Bᵀ with Bᵀ given as
-[N, K]. Both operands are read from shared memory, K-major: that is this book's choice, not the
+"""16.5b: the tensor-core GEMM ladder HGEMM's warpgroup versions 5-9 (Hopper's wgmma, cp.async or
+TMA into a ring of swizzled shared-memory buffers; v7 and v9 with a producer warpgroup, v8 and v9
+persistent), C [M, N] fp32 (v8, v9: or 16-bit) = A [M, K] · Bᵀ with Bᵀ given as [N, K]. Both
+operands are read from shared memory, K-major: that is this book's choice, not the
 instruction's rule. wgmma's f16 and bf16 forms also take an M- or N-major operand from shared
 memory (the imm-trans-a and imm-trans-b flags) and may take A from registers; only its tf32, fp8
 and int8 forms need K-major operands (PTX ISA, "wgmma.mma_async"). Taking Bᵀ keeps one layout,
