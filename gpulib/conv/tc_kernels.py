@@ -383,6 +383,30 @@ def _request_x(smem, base, bars, x_map, f, at, chunks, S, taps, padding, width, 
             at[3], at[4], at[5] = _patch_origin(first + at[0] * stride_tiles, patches, patches_x, width)
 
 
+def _patch_writer(staged: bool):
+    """The persistent convs' way out for one patch's results: fp32 into Y by each thread
+    (_store_patch), or (``staged``) fp16 packed into the box at byte ``out_byte`` and written by
+    one TMA store at (n, y0, x0, col0) of Y, the pixels past the image left out by the copy engine."""
+    _, stage_out = wgmma.EPILOGUE["fp16", V3_BN]
+
+    @cuda.jit(device=True)
+    def write_patch(smem, out_byte, y_map, Y, acc, n, y0, x0, width, Ho, Wo, col0, group, t):
+        if staged:
+            if t == 0:
+                tma.store_wait_read()  # the previous patch's box has left the staged tile
+            cuda.syncthreads()
+            stage_out(smem, out_byte, wgmma.M_TILE * group, acc)
+            wgmma.fence_async_proxy()
+            cuda.syncthreads()
+            if t == 0:
+                tma.store4(smem, out_byte, y_map, n, y0, x0, col0)
+                tma.store_commit()
+        else:
+            _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
+
+    return write_patch
+
+
 def make_tc_conv_v5(out: str = "fp32"):
     """conv v5's kernel writing Y in fp32 (``out="fp32"``, each thread its values) or fp16
     (``"fp16"``, as cuDNN writes it: staged in shared memory as one [128 pixels, 64 filters] box
@@ -391,7 +415,7 @@ def make_tc_conv_v5(out: str = "fp32"):
     if out not in ("fp32", "fp16"):
         raise ValueError(f"out must be 'fp32' or 'fp16', not {out!r}")
     staged = out == "fp16"
-    _, stage_out = wgmma.EPILOGUE["fp16", V3_BN]
+    write_patch = _patch_writer(staged)
 
     @tma.kernel
     def tc_conv_persistent_kernel(x_map, w_map, y_map, bias, Y, C, Ho, Wo, S, taps, padding, width, patches_x,
@@ -455,19 +479,8 @@ def make_tc_conv_v5(out: str = "fp32"):
                     _request_x(smem, base, bars, x_map, f + V5_STAGES - 1, at, chunks, S, taps, padding, width, patches,
                                patches_x, first, stride_tiles)
             wgmma.wait_all()
-            if staged:  # the box lands at (n, y0, x0, col0) of Y; what lies past the image is not written
-                out_byte = filters + steps * V5_FILTER_BOX_BYTES
-                if t == 0:
-                    tma.store_wait_read()  # the previous patch's box has left the staged tile
-                cuda.syncthreads()
-                stage_out(smem, out_byte, wgmma.M_TILE * group, acc)
-                wgmma.fence_async_proxy()
-                cuda.syncthreads()
-                if t == 0:
-                    tma.store4(smem, out_byte, y_map, n, y0, x0, col0)
-                    tma.store_commit()
-            else:
-                _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
+            write_patch(smem, filters + steps * V5_FILTER_BOX_BYTES, y_map, Y, acc, n, y0, x0, width, Ho, Wo, col0,
+                        group, t)
         if staged and t == 0:
             tma.store_wait()
 
@@ -511,7 +524,7 @@ def make_tc_conv_v6(out: str = "fp32"):
     if out not in ("fp32", "fp16"):
         raise ValueError(f"out must be 'fp32' or 'fp16', not {out!r}")
     staged = out == "fp16"
-    _, stage_out = wgmma.EPILOGUE["fp16", V3_BN]
+    write_patch = _patch_writer(staged)
 
     @tma.kernel
     def tc_conv_halo_kernel(x_map, w_map, y_map, bias, Y, C, Ho, Wo, R, S, padding, width, patches_x, patches, cols,
@@ -584,19 +597,8 @@ def make_tc_conv_v6(out: str = "fp32"):
                     if s == stages:
                         s, phase = 0, phase ^ 1
             wgmma.wait_all()
-            if staged:
-                out_byte = filters + filter_boxes * V5_FILTER_BOX_BYTES
-                if t == 0:
-                    tma.store_wait_read()
-                cuda.syncthreads()
-                stage_out(smem, out_byte, wgmma.M_TILE * group, acc)
-                wgmma.fence_async_proxy()
-                cuda.syncthreads()
-                if t == 0:
-                    tma.store4(smem, out_byte, y_map, n, y0, x0, col0)
-                    tma.store_commit()
-            else:
-                _store_patch(Y, acc, n, y0, x0, width, Ho, Wo, col0, group)
+            write_patch(smem, filters + filter_boxes * V5_FILTER_BOX_BYTES, y_map, Y, acc, n, y0, x0, width, Ho, Wo,
+                        col0, group, t)
         if staged and t == 0:
             tma.store_wait()
 

@@ -421,13 +421,15 @@ def make_tc_gemm_v8(bn: int, stages: int, operands: str = "fp16", out: str = "fp
     return tc_gemm_v8_kernel, _v8_shared_bytes(bn, stages, out)
 
 
-def _v8_table(operands: str, out: str) -> dict:
-    """v8's configs that fit this output's shared memory, each (kernel, shared bytes)."""
-    return {name: make_tc_gemm_v8(bn, stages, operands, out) for name, (bn, stages) in V8_CONFIGS.items()
+def _persistent_table(make, operands: str, out: str) -> dict:
+    """A persistent version's configs (v8's, which v9 shares) that fit this output's shared
+    memory, each (kernel, shared bytes) from ``make``."""
+    return {name: make(bn, stages, operands, out) for name, (bn, stages) in V8_CONFIGS.items()
             if _v8_shared_bytes(bn, stages, out) <= MAX_DYNAMIC_SHARED}
 
 
-V8_KERNELS = {(operands, out): _v8_table(operands, out) for operands in ("fp16", "bf16") for out in OUTPUTS}
+V8_KERNELS = {(operands, out): _persistent_table(make_tc_gemm_v8, operands, out)
+              for operands in ("fp16", "bf16") for out in OUTPUTS}
 
 V9_CONFIGS = V8_CONFIGS  # the same tiles and rings as v8: only the roles differ
 V9_DEFAULT = V8_DEFAULT
@@ -579,12 +581,8 @@ def make_tc_gemm_v9(bn: int, stages: int, operands: str = "fp16", out: str = "fp
     return tc_gemm_v9_kernel, _v8_shared_bytes(bn, stages, out)
 
 
-def _v9_table(operands: str, out: str) -> dict:
-    return {name: make_tc_gemm_v9(bn, stages, operands, out) for name, (bn, stages) in V9_CONFIGS.items()
-            if _v8_shared_bytes(bn, stages, out) <= MAX_DYNAMIC_SHARED}
-
-
-V9_KERNELS = {(operands, out): _v9_table(operands, out) for operands in ("fp16", "bf16") for out in OUTPUTS}
+V9_KERNELS = {(operands, out): _persistent_table(make_tc_gemm_v9, operands, out)
+              for operands in ("fp16", "bf16") for out in OUTPUTS}
 
 # every version and config with either operand type: (version, operands) → {config: (kernel, shared bytes)};
 # bf16 operands are uint16 arrays of bf16 words (gpulib.precision.bf16_bits)
