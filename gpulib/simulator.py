@@ -136,40 +136,74 @@ def intercept_launches(watch):
     return lambda: setattr(simulator.FakeCUDAKernel, "__call__", call)
 
 
+class _BlockBarrier:
+    """Emulation: one block's __syncthreads(), released by the last live thread to arrive (a
+    thread that has returned no longer counts). Each thread sleeps on an event of its own, so
+    a release wakes them all at once instead of one after another through a shared lock; no
+    thread polls (waking a Python thread is what a block of 256 threads spends its time on)."""
+
+    def __init__(self, threads: int):
+        import threading
+
+        self.lock = threading.Lock()
+        self.live, self.waiting = threads, []
+        self.failed = None  # the first thread that raised
+        self.done = threading.Event()  # every thread has returned, or one raised
+
+    def wait(self, thread) -> None:
+        with self.lock:
+            if self.failed is None:
+                self.waiting.append(thread)
+                if len(self.waiting) == self.live:
+                    self._release()
+        thread.syncthreads_event.wait()
+        thread.syncthreads_event.clear()
+        if self.failed is not None:
+            raise RuntimeError("abort flag set on syncthreads: another thread of the block raised")
+
+    def _release(self) -> None:  # (holding the lock)
+        waiting, self.waiting = self.waiting, []
+        for thread in waiting:
+            thread.syncthreads_event.set()
+
+    def leave(self, thread) -> None:
+        with self.lock:
+            self.live -= 1
+            if thread.exception and self.failed is None:
+                self.failed = thread
+                self._release()  # the others stop at their barrier
+                self.done.set()
+            elif self.waiting and len(self.waiting) == self.live:
+                self._release()
+            if self.live == 0:
+                self.done.set()
+
+
 def _threaded_run(manager, grid_point, *args) -> None:
     """The simulator's BlockManager.run (one Python thread per CUDA thread; a barrier releases
     its threads once every live thread waits at it; the first exception stops them all), with
-    the interpreter lock given up on every pass over the threads."""
-    import time
-
+    the barrier kept by the threads themselves (_BlockBarrier) rather than by polling them."""
     from numba.cuda.simulator.kernel import BlockThread
 
-    threads = []
-    for point in np.ndindex(*manager._block_dim):
-        thread = BlockThread(lambda: manager._f(*args), manager, grid_point, point, manager._debug)
-        thread.start()
-        threads.append(thread)
-    live, waiting = set(threads), set()
-    while live:
-        for thread in live:
-            if thread.syncthreads_blocked:
-                waiting.add(thread)
-            elif thread.exception:
-                for other in threads:  # stop the others at their next barrier
-                    other.abort = True
-                    other.syncthreads_blocked = False
-                    other.syncthreads_event.set()
-                raise thread.exception[0].with_traceback(thread.exception[1])
-        if live == waiting:  # every live thread is at the barrier: release them
-            for thread in waiting:
-                thread.syncthreads_blocked = False
-                thread.syncthreads_event.set()
-            waiting = set()
-        live = {thread for thread in live if thread.is_alive()}
-        time.sleep(0)  # let the threads run
+    barrier = _BlockBarrier(int(np.prod(manager._block_dim)))
+
+    class Thread(BlockThread):
+        def run(self):
+            try:
+                super().run()  # an exception is kept in self.exception
+            finally:
+                barrier.leave(self)
+
+        def syncthreads(self):
+            barrier.wait(self)
+
+    threads = [Thread(lambda: manager._f(*args), manager, grid_point, point, manager._debug)
+               for point in np.ndindex(*manager._block_dim)]
     for thread in threads:
-        if thread.exception:
-            raise thread.exception[0].with_traceback(thread.exception[1])
+        thread.start()
+    barrier.done.wait()
+    if barrier.failed is not None:
+        raise barrier.failed.exception[0].with_traceback(barrier.failed.exception[1])
 
 
 def _accept_alignment() -> None:

@@ -231,6 +231,43 @@ def test_each_solution_passes_its_visible_and_hidden_checks(assignment, grade_id
     run_exercise(assignment, grade_id)
 
 
+def test_the_speed_check_reuses_the_visible_checks_verdict_on_the_same_kernel_only():
+    """A speed check first runs the exercise's visible check (core.speed_points); where that check
+    has already judged this very kernel, its verdict is reused, a Mistake raised again; another
+    kernel, a hidden check or a rerun of the visible one is judged afresh."""
+    from gpulib.grading import core
+
+    judged = []
+
+    @core.remembered
+    def check(kernel, hidden=False, seed=None):
+        judged.append((kernel, hidden))
+        if kernel.name == "cheat":
+            raise Mistake("global_reads", "read from global memory")
+
+    class Kernel:
+        def __init__(self, name):
+            self.name = name
+
+    right, cheat, other = Kernel("right"), Kernel("cheat"), Kernel("right")
+    check(right)
+    with pytest.raises(Mistake, match="global_reads"):
+        check(cheat)
+    check.again(right)
+    with pytest.raises(Mistake, match="global_reads"):
+        check.again(cheat)
+    assert judged == [(right, False), (cheat, False)]
+    check.again(other)  # equal, not the same kernel
+    check(right, hidden=True)
+    check(right)
+    assert judged[2:] == [(other, False), (right, True), (right, False)]
+    with pytest.raises(Mistake, match="global_reads"):  # through a speed check (on the simulator: no timing)
+        core.speed_points(cheat, "", (1,), (1,), None, {}, (), None, 3, 0, "kernel", correct=check)
+    if not core.on_gpu():
+        assert core.speed_points(right, "", (1,), (1,), None, {}, (), None, 3, 0, "kernel", correct=check) == 3
+    assert len(judged) == 5
+
+
 def test_every_exercise_has_three_planted_mistakes_with_their_own_messages():
     kinds = defaultdict(set)
     for assignment, grade_id, _, _, kind in MUTANTS:

@@ -3,7 +3,7 @@ alternatives get all.
 
 The banks below (CHEATS, ALTERNATIVES) are submissions: the solution notebook of an assignment
 with some solution cells replaced (several exercises at once, so that one grading covers
-several cheats). ``tests/test_assignments_nbgrader.py`` submits each of them to nbgrader and
+several cheats). ``tests/test_cheat_bank_nbgrader.py`` submits each of them to nbgrader and
 autogrades it in the clean room: every test cell of a replaced exercise must score zero with
 the expected kind, or full points for an alternative. Here: the screen, the unpickler, the
 sandbox and the compiler, alone.
@@ -232,17 +232,18 @@ CHEATS = [
         {"conv_direct_kernel": DIRECT_ONE_THREAD, "conv_tiled_kernel": ONE_THREAD_LOADS_THE_TILE},
         {"conv_direct_kernel": {"thread_mapping"}, "conv_tiled_kernel": {"cooperative_load"}},
     ),
-    (
+    (  # (every exercise of the assignment cheats: a correct exercise beside them would cost a full grading)
         "16_4_im2col",
-        {"im2col_kernel": IM2COL_IN_NUMPY, "gemm_rowmajor": TRANSPOSED_COPIES, "implicit_gemm": X_COL_PER_CHANNEL},
-        {"im2col_kernel": {"not_compilable"}, "gemm_rowmajor": {"copied_operands"}, "implicit_gemm": {"allocation"}},
+        {"im2col_kernel": IM2COL_IN_NUMPY, "gemm_rowmajor": TRANSPOSED_COPIES, "implicit_gemm": X_COL_PER_CHANNEL,
+         "sgemm_kernel": SGEMM_FROM_GLOBAL},
+        {"im2col_kernel": {"not_compilable"}, "gemm_rowmajor": {"copied_operands"}, "implicit_gemm": {"allocation"},
+         "sgemm_kernel": {"global_reads"}},
     ),
     (
         "16_4_im2col",
         {"gemm_rowmajor": PRODUCT_BY_HAND, "sgemm_kernel": SGEMM_ONE_THREAD_LOADS, "implicit_gemm": UNTILED_IMPLICIT},
         {"gemm_rowmajor": {"not_from_sgemm"}, "sgemm_kernel": {"cooperative_load"}, "implicit_gemm": {"global_reads"}},
     ),
-    ("16_4_im2col", {"sgemm_kernel": SGEMM_FROM_GLOBAL}, {"sgemm_kernel": {"global_reads"}}),
 ]
 
 

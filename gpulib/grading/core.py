@@ -70,6 +70,10 @@ class Remote:
                     fresh: dict, what: str):
         raise NotImplementedError
 
+    def identity(self):
+        """What this name is bound to now in the worker (a kernel rebound there is another kernel)."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class GuardedView:
@@ -337,14 +341,58 @@ def time_against(kernel, reference: str, grid, block, inputs: dict, outputs: dic
     return min(mine), min(theirs), launched(kernel, grid, block, fresh, outputs, scalars, what=what)
 
 
+_VERDICTS: dict = {}  # (check, kernel's identity) → (the kernel, its Mistake or None): the visible checks' verdicts
+_VERDICTS_KEPT = 32
+
+
+def _identity(kernel):
+    return ("remote", kernel.identity()) if isinstance(kernel, Remote) else ("local", id(kernel))
+
+
+def remembered(check):
+    """An exercise's visible check (its fixed seed) that remembers its verdict on each kernel, so
+    that the speed check, which must first pass it (``speed_points``), does not run it a second
+    time on the same kernel: ``check.again(kernel)`` raises the Mistake it found or returns, and
+    runs it where it has not run. The hidden check (fresh seeds) is never remembered."""
+
+    def run(kernel, hidden: bool = False, seed: int | None = None) -> None:
+        if hidden or seed is not None:
+            return check(kernel, hidden, seed)
+        key = (check.__qualname__, _identity(kernel))
+        _VERDICTS.pop(key, None)
+        try:
+            check(kernel)
+        except Mistake as mistake:
+            _keep(key, kernel, mistake)
+            raise
+        _keep(key, kernel, None)
+
+    def again(kernel) -> None:
+        known = _VERDICTS.get((check.__qualname__, _identity(kernel)))
+        if known is None or known[0] is not kernel:
+            return run(kernel)
+        if known[1] is not None:
+            raise known[1]
+
+    run.__name__, run.__qualname__, run.__doc__, run.__wrapped__ = check.__name__, check.__qualname__, check.__doc__, check
+    run.again = again
+    return run
+
+
+def _keep(key, kernel, mistake) -> None:
+    _VERDICTS[key] = (kernel, mistake)  # the kernel held: its id is not reused while its verdict is kept
+    while len(_VERDICTS) > _VERDICTS_KEPT:
+        _VERDICTS.pop(next(iter(_VERDICTS)))
+
+
 def speed_points(kernel, reference: str, grid, block, make_inputs, outputs: dict, scalars: tuple, check_values,
                  points: float, seed: int, what: str, correct=None) -> float:
     """A speed check. First ``correct(kernel)``, the exercise's own check (a wrong or cheating
-    kernel earns no speed points anywhere); then on the simulator all the points and a message;
-    on a GPU the points of ``speed_share``, once the outputs on fresh inputs pass
-    ``check_values(outputs, inputs)``."""
+    kernel earns no speed points anywhere; a ``remembered`` check's verdict on this kernel is
+    reused); then on the simulator all the points and a message; on a GPU the points of
+    ``speed_share``, once the outputs on fresh inputs pass ``check_values(outputs, inputs)``."""
     if correct is not None:
-        correct(kernel)
+        getattr(correct, "again", correct)(kernel)
     if not on_gpu():
         print(f"건너뜀: {what}의 속도는 GPU에서만 채점한다 (시뮬레이터의 시간은 아무 뜻이 없다). 이 칸의 점수는 잃지 않는다.")
         return float(points)

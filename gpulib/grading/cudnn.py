@@ -282,6 +282,7 @@ def run_tc_gemm(kernel, A16, B16):
                     "tc_gemm_kernel")
 
 
+@core.remembered
 def check_tc_gemm(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """The fp16 product summed in fp32, for K = 1, primes and other non-multiples of 16."""
     seed = core.check_seed(hidden, seed, 17)

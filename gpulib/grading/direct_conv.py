@@ -129,6 +129,7 @@ def _check_tiled(kernel, runner, name, hidden, seed, channels):
     core.passed(name, seed)
 
 
+@core.remembered
 def check_tiled(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """The tiled convolution: values, no race, no divergent barrier, X read once per block."""
     seed = core.check_seed(hidden, seed, 8)

@@ -203,6 +203,7 @@ def _sgemm_shapes(hidden, rng):
             sized((1000, 1200, 700), (core.odd_size(rng, 129, 200), core.odd_size(rng, 65, 70), core.odd_size(rng, 17, 23)))]
 
 
+@core.remembered
 def check_sgemm(kernel, hidden: bool = False, seed: int | None = None) -> None:
     """The tiled SGEMM: values on edges in M, N and K; traced: no race, every thread TM·TN
     outputs, tiles loaded by the block together, each element of A and B read once per block,

@@ -374,34 +374,58 @@ else:
         of the whole warpgroup, which the tensor cores start once all 128 threads have issued it:
         no thread passes it before the others reach it (a kernel that lets one thread speak for
         its warpgroup, as GEMM version 7 does, relies on this). The last thread to arrive
-        computes the whole 64 x N product; each thread then takes its registers' share."""
+        computes the whole 64 x N product and wakes the others, each sleeping on an event of its
+        own (not one lock that 127 threads pass one by one); each then takes its registers' share."""
 
         LIMIT_S = 20.0  # the longest wait for the other threads
 
         def __init__(self):
             self.args = self.result = self.error = None
-            self.barrier = threading.Barrier(WARPGROUP, action=self._multiply)
+            self.lock = threading.Lock()
+            self.waiting: list = []
 
         def _multiply(self):
-            try:
-                self.result = wgmma_model.warpgroup_products(*self.args)
-            except Exception as error:  # raised in every thread below, not lost in the barrier
+            image, pairs, n, operands = self.args
+            try:  # [128, slices, N/2]: each slice's products, added in turn by each thread
+                self.result = np.stack([wgmma_model.warpgroup_products(image, a, b, n, operands) for a, b in pairs], 1)
+            except Exception as error:  # raised in every thread below
                 self.error = error
             self.args = None
 
         def products(self, args, thread):
-            if self.args is not None and self.args[1:] != args[1:]:
-                self.error = ValueError("the threads of a warpgroup issued one wgmma with different operands")
-            self.args = args
-            try:
-                self.barrier.wait(self.LIMIT_S)
-            except threading.BrokenBarrierError:
+            me = threading.current_thread()
+            event = me.__dict__.setdefault("wgmma_event", threading.Event())
+            with self.lock:
+                if self.args is not None and self.args[1:] != args[1:]:
+                    self.error = ValueError("the threads of a warpgroup issued one wgmma with different operands")
+                self.args = args
+                self.waiting.append(event)
+                if len(self.waiting) == WARPGROUP:
+                    self._multiply()
+                    waiting, self.waiting = self.waiting, []
+                    for other in waiting:
+                        other.set()
+            if not event.wait(self.LIMIT_S):
+                with self.lock:
+                    if event in self.waiting:
+                        self.waiting.remove(event)
                 raise RuntimeError(
-                    "not all 128 threads of a warpgroup reached the same wgmma; on a GPU this multiply would never start"
-                ) from None
+                    "not all 128 threads of a warpgroup reached the same wgmma; on a GPU this multiply would never start")
+            event.clear()
             if self.error is not None:
                 raise self.error
             return self.result[thread]
+
+    def _warpgroup_products(a_desc, pairs, n, operands):
+        """Emulation: this thread's products [slices, N/2] of the m64nNk16 multiplies ``pairs``
+        ((A, B) descriptors), once its whole warpgroup has issued them."""
+        image = np.asarray(a_desc.memory).view(np.uint8)
+        if any(d.memory is not a_desc.memory for pair in pairs for d in pair):
+            raise ValueError("A and B must lie in the same shared array")
+        key = (image.ctypes.data, cuda.threadIdx.x // WARPGROUP)  # the block's shared memory, the warpgroup
+        with _WARPGROUPS_LOCK:
+            group = _WARPGROUPS.setdefault(key, _Warpgroup())
+        return group.products((image, tuple((int(a), int(b)) for a, b in pairs), n, operands), thread_in_warpgroup())
 
     _WARPGROUPS: dict = {}
     _WARPGROUPS_LOCK = threading.Lock()
@@ -412,16 +436,25 @@ else:
             """Emulation: once the whole warpgroup is here, this thread's N/2 products of the fp16
             (or bf16) operands read through the descriptors (fp32 sums), added to acc (or
             replacing it when scale_d is 0)."""
-            image = np.asarray(a_desc.memory).view(np.uint8)
-            if b_desc.memory is not a_desc.memory:
-                raise ValueError("A and B must lie in the same shared array")
-            key = (image.ctypes.data, cuda.threadIdx.x // WARPGROUP)  # the block's shared memory, the warpgroup
-            with _WARPGROUPS_LOCK:
-                group = _WARPGROUPS.setdefault(key, _Warpgroup())
-            products = group.products((image, int(a_desc), int(b_desc), n, operands), thread_in_warpgroup())
+            products = _warpgroup_products(a_desc, ((a_desc, b_desc),), n, operands)[0]
             acc[:] = products + (acc if scale_d else np.float32(0.0))
 
         return mma
+
+    def _emulated_tile(n: int, operands: str = "fp16"):
+        @cuda.jit(device=True)
+        def multiply_tile(acc, smem, a_byte, b_byte, scale_d):
+            """Emulation: the four m64nNk16 of a 64-deep tile (as _multiply_tile issues them),
+            the warpgroup met once for all four (a Python thread's wake-up is what the simulator
+            spends its time on), each slice's products added in the same order."""
+            pairs = tuple((descriptor(smem, a_byte + 32 * kk, ATOM_BYTES), descriptor(smem, b_byte + 32 * kk, ATOM_BYTES))
+                          for kk in range(TILE_K // K_TILE))
+            products = _warpgroup_products(pairs[0][0], pairs, n, operands)
+            acc[:] = products[0] + (acc if scale_d else np.float32(0.0))
+            for kk in range(1, len(pairs)):
+                acc[:] = products[kk] + acc
+
+        return multiply_tile
 
     mma_n64, mma_n128, mma_n256 = (_emulated_mma(n) for n in N_SIZES)
     mma_bf16_n64, mma_bf16_n128, mma_bf16_n256 = (_emulated_mma(n, "bf16") for n in N_SIZES)
@@ -485,7 +518,7 @@ def _multiply_tile(mma):
 
 
 # one 64-deep tile's multiplies for each (operands, N): what the kernels call at every step
-MULTIPLY_TILE = {key: _multiply_tile(mma) for key, mma in MMA.items()}
+MULTIPLY_TILE = {key: _multiply_tile(mma) if ON_GPU else _emulated_tile(key[1], key[0]) for key, mma in MMA.items()}
 
 
 def kernel(fn=None, *, max_registers: int | None = None):

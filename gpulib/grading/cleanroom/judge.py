@@ -251,6 +251,9 @@ class RemoteObject(core.Remote):
         core.OBSERVED["sgemm"] = [list(call) for call in answer.get("sgemm", [])]
         return self._state["judge"].decode(answer["result"], what)
 
+    def identity(self):
+        return id(self._state["judge"]), self._resolve()[0]
+
     def ptx_calls(self) -> list:
         """The functions the kernel's PTX calls (after its first launch), e.g. the WMMA loads."""
         return list(self._state.get("calls", []))
@@ -281,7 +284,7 @@ class Unavailable(core.Remote):
     def _raise(self, *args, **kwargs):
         raise Mistake(*self._mistake)
 
-    remote_launch = remote_trace = remote_call = __call__ = _raise
+    remote_launch = remote_trace = remote_call = identity = __call__ = _raise
 
     def __getattr__(self, attr):
         if attr.startswith("_"):
