@@ -2,8 +2,9 @@
 
 ``install()`` runs the threads of a kernel whose code names no barrier one after another in one
 Python thread (CUDA promises no order among a block's threads, so this is one execution a GPU
-may produce; about 4 to 5 times faster), lets the kernels with barriers give up the interpreter
-lock on every pass over their threads (about 3 times faster), and accepts ``alignment=`` on
+may produce; about 4 to 5 times faster), keeps the barriers of the kernels that have them in
+the threads themselves (each sleeps on an event of its own until the last live thread arrives;
+no thread polls the others), and accepts ``alignment=`` on
 shared and local arrays. It also holds what the rest of gpulib needs of the simulator's
 insides (launch interception, device-array views, the tracer's routing). What must stay true:
 this module and gpulib/launch.py are the only ones that name Numba's private parts; a barrier

@@ -125,6 +125,27 @@ def test_an_error_names_the_thread_that_raised_it():
         _fails_at_thread_5[1, 8](np.zeros(8, np.float32))
 
 
+@cuda.jit
+def _half_return_then_sync(out, fail):
+    i = cuda.threadIdx.x
+    if i % 2 == 1:
+        return  # these no longer count at the barriers below
+    out[i] = 1.0
+    cuda.syncthreads()
+    if fail and i == 4:
+        out[100 + i] = 1.0  # out of bounds, while the others wait at the next barrier
+    cuda.syncthreads()
+    out[16 + i] = out[i] + out[(i + 2) % 16]  # a neighbour's value, written before the barrier
+
+
+def test_a_threaded_block_counts_only_live_threads_at_a_barrier_and_an_error_stops_the_rest():
+    out = np.zeros(32, np.float32)
+    _half_return_then_sync[1, 16](out, False)
+    assert out.tolist() == [1.0, 0.0] * 8 + [2.0, 0.0] * 8
+    with pytest.raises(IndexError, match=r"tid=\[4, 0, 0\]"):  # raised, not a block hung at its barrier
+        _half_return_then_sync[1, 16](np.zeros(32, np.float32), True)
+
+
 def test_installing_twice_changes_nothing():
     from numba.cuda.simulator import kernel
 
