@@ -155,7 +155,13 @@ def test_autograde_gives_full_marks_zero_and_partial_credit(course):
             folder = course / "submitted" / student / assignment
             folder.mkdir(parents=True)
             (folder / source.name).write_text(content)
-    run_nbgrader(course, "autograde", "16_[15]_*", "--create", env=env)  # both assignments, one process
+    # both assignments, one process for each kind of run: the submissions whose own run matters
+    # (a hang, a cheat that patches the checks and writes outside) run for the student's feedback
+    # first; the solution and the untouched version are graded by the clean room alone (the
+    # scores never come from the feedback run, and the solution's would rerun every check)
+    run_nbgrader(course, "autograde", "16_[15]_*", "--create", "--CourseDirectory.student_id=[hc]*", env=env)
+    run_nbgrader(course, "autograde", "16_[15]_*", "--create", "--CourseDirectory.student_id=[su]*",
+                 "--CleanRoomExecute.feedback_run=False", env=env)
     for assignment in GRADED:
         with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
             total = gb.find_assignment(assignment).max_score
