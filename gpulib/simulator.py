@@ -157,7 +157,10 @@ class _BlockBarrier:
                 self.waiting.append(thread)
                 if len(self.waiting) == self.live:
                     self._release()
-        thread.syncthreads_event.wait()
+        # in slices: a thread stopped from outside (the grading watchdog's KernelTimeout) sees it
+        # between two of them, and a block whose thread has raised lets no thread wait on
+        while self.failed is None and not thread.syncthreads_event.wait(0.1):
+            pass
         thread.syncthreads_event.clear()
         if self.failed is not None:
             raise RuntimeError("abort flag set on syncthreads: another thread of the block raised")
