@@ -24,6 +24,7 @@ and primes.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import threading
 import time
@@ -374,7 +375,7 @@ def remembered(check):
         if known[1] is not None:
             raise known[1]
 
-    run.__name__, run.__qualname__, run.__doc__, run.__wrapped__ = check.__name__, check.__qualname__, check.__doc__, check
+    run = functools.wraps(check)(run)
     run.again = again
     return run
 
