@@ -213,6 +213,17 @@ _TABLE = [
         precision="fp16",
         run_nhwc16=tensorcore_conv.conv2d_tc_halo_nhwc16,
     ),
+    Algorithm(
+        name="tc_implicit_gemm_pingpong",
+        label="tensor-core implicit GEMM (NHWC, wgmma, TMA, filters as A, producer and two consumers)",
+        cudnn="IMPLICIT_PRECOMP_GEMM",
+        run=tensorcore_conv.conv2d_tc_pingpong,
+        supports=tensorcore_conv.supports_pingpong,
+        workspace=tensorcore_conv.workspace_pingpong,
+        multiplications=direct_multiplications,
+        precision="fp16",
+        run_nhwc16=tensorcore_conv.conv2d_tc_pingpong_nhwc16,
+    ),
 ]
 ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in _TABLE}
 NAMES = tuple(ALGORITHMS)

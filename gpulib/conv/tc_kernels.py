@@ -609,6 +609,164 @@ tc_conv_halo_kernel = make_tc_conv_v6("fp32")
 tc_conv_halo16_kernel = make_tc_conv_v6("fp16")
 
 
+# conv v7: filters as the multiply's A (64 of them), a patch's pixels as its B (N = the patch's
+# pixels), a producer warpgroup and two multiplying warpgroups that each own whole patches
+V7_TILES = ((14, 8), (16, 8), (8, 16), (8, 8))  # (height, width): N = 112, 128, 128, 64 pixels
+V7_MAX_STAGES = 8
+V7_THREADS = 3 * wgmma.WARPGROUP
+V7_REGISTERS = 168  # 384 threads of one block in the SM's 65536 registers
+
+
+@integer_arguments(Ho=1, Wo=1, R=1)
+def v7_tile(Ho: int, Wo: int, R: int) -> tuple[int, int]:
+    """(height, width) of conv v7's patch: of V7_TILES, the one that computes the fewest pixels
+    outside the image, then brings the fewest from L2 (its halo boxes), then the larger N. For
+    56 x 56 and R = 3: 14 x 8, which tiles the image exactly (v6's 16 x 8 leaves an eighth of
+    its rows outside)."""
+    def cost(tile):
+        h, w = tile
+        patches = blocks(Ho, h) * blocks(Wo, w)
+        return patches * h * w, patches * (h + R - 1) * w, -h * w
+    return min(V7_TILES, key=cost)
+
+
+@cuda.jit(device=True)
+def _v7_origin(q, patches, patches_x, height, width):
+    """(n, y0, x0) of patch q of all N·patches (``patches`` per image, ``patches_x`` across)."""
+    patch = q % patches
+    return q // patches, (patch // patches_x) * height, (patch % patches_x) * width
+
+
+def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
+    """conv v7's kernel for patches of height x width pixels (Y in fp32 or fp16). v6's halo boxes
+    with the operands the other way round: the 64 filters are wgmma's A (M = 64) and the patch's
+    pixels its B (N = height·width, up to 128 here), so one multiply does as much as v6's two
+    warpgroups do together and reads A once for all of them. Warpgroup 0 (one thread) loads the
+    filters once and then every halo box of the block's patches into a ring, waiting only for a
+    buffer to be given back; warpgroups 1 and 2 take turns at the patches (1 the even ones, 2 the
+    odd ones), so that one writes its results while the other multiplies. Each thread holds
+    results for two filters and N/8 pixel pairs: it writes them straight to Y [N·H'·W', K],
+    where a warp's stores cover 4 pixels x 8 neighbouring filters (32-byte runs in fp32)."""
+    if out not in ("fp32", "fp16"):
+        raise ValueError(f"out must be 'fp32' or 'fp16', not {out!r}")
+    if (height, width) not in V7_TILES:
+        raise ValueError(f"(height, width) must be one of {V7_TILES}, not {(height, width)!r}")
+    rounded = float16 if out == "fp16" else float32
+    pixels = height * width
+    multiply = wgmma.MULTIPLY_TILE["fp16", pixels]
+    groups, acc_size = pixels // 8, pixels // 2
+
+    @cuda.jit(device=True)
+    def start(acc, bias, k0):
+        """The accumulators = the bias of this thread's two filters, k0 and k0 + 8."""
+        for i in range(2):
+            k = k0 + 8 * i
+            value = bias[k] if k < bias.shape[0] else float32(0.0)
+            for j in range(groups):
+                acc[4 * j + 2 * i] = value
+                acc[4 * j + 2 * i + 1] = value
+
+    @cuda.jit(device=True)
+    def write(Y, acc, n, y0, x0, Ho, Wo, k0, q0):
+        """This thread's results: filters k0 and k0 + 8 at patch pixels 8j + q0 and 8j + q0 + 1
+        (pixel p at (y0 + p // width, x0 + p % width) of image n), skipping what lies outside."""
+        for j in range(groups):
+            for e in range(2):
+                p = 8 * j + q0 + e
+                y, x = y0 + p // width, x0 + p % width
+                if y < Ho and x < Wo:
+                    row = (n * Ho + y) * Wo + x
+                    for i in range(2):
+                        k = k0 + 8 * i
+                        if k < Y.shape[1]:
+                            Y[row, k] = rounded(acc[4 * j + 2 * i + e])
+
+    @tma.kernel(max_registers=V7_REGISTERS)
+    def tc_conv_v7_kernel(x_map, w_map, bias, Y, C, Ho, Wo, R, S, padding, patches_x, patches, cols, box_bytes,
+                          stages):
+        """conv v7. Maps: X [N, H, W, C] in boxes [1, height + R - 1, width, 64] (``box_bytes`` each,
+        ``stages`` of them in the ring), Wk [K, R·S, C] in boxes [64, 1, 64]. Block b: filters
+        64·(b mod cols):+64 (kept in shared memory after the ring), patches b // cols, b // cols
+        + gridDim.x / cols, ... of all N·patches; its i-th patch's boxes are ring positions
+        i·S·chunks onwards, multiplied by warpgroup 1 + i mod 2."""
+        smem = cuda.shared.array(0, float16)
+        full = cuda.shared.array(V7_MAX_STAGES, types.uint64)
+        empty = cuda.shared.array(V7_MAX_STAGES, types.uint64)
+        loaded = cuda.shared.array(1, types.uint64)  # the filters
+        ring = 2 * wgmma.aligned_start(smem)
+        filters = ring + stages * box_bytes
+        t = cuda.threadIdx.x
+        role = t // wgmma.WARPGROUP
+        col0 = (cuda.blockIdx.x % cols) * V3_BN
+        first, stride_tiles = cuda.blockIdx.x // cols, cuda.gridDim.x // cols
+        chunks = (C + V3_BK - 1) // V3_BK
+        boxes = S * chunks  # per patch
+        tiles = patches * (Y.shape[0] // (Ho * Wo))
+        mine = max(tiles - first + stride_tiles - 1, 0) // stride_tiles
+        if t == 0:
+            for s in range(stages):
+                tma.init(full, s, 1)  # the producer's expect; then the bytes
+                tma.init(empty, s, wgmma.WARPGROUP)  # every thread of the warpgroup that multiplied it
+            tma.init(loaded, 0, 1)
+            tma.acquire(x_map)
+            tma.acquire(w_map)
+        tma.fence_init()
+        cuda.syncthreads()  # the only block-wide barrier
+        if role == 0:
+            if t == 0:
+                tma.expect(loaded, 0, R * boxes * V5_FILTER_BOX_BYTES)
+                for j in range(R * boxes):  # box j: tap j // chunks (= dy·S + dx), channels (j mod chunks)·64
+                    tma.load3(smem, filters + j * V5_FILTER_BOX_BYTES, w_map, col0, j // chunks,
+                              (j % chunks) * V3_BK, loaded, 0)
+                s, phase = 0, 0
+                f = 0
+                for i in range(mine):
+                    n, y0, x0 = _v7_origin(first + i * stride_tiles, patches, patches_x, height, width)
+                    for dx in range(S):
+                        for chunk in range(chunks):
+                            if f >= stages:  # the box that buffer held, f - stages, has been multiplied
+                                tma.wait(empty, s, phase ^ 1)
+                            tma.expect(full, s, box_bytes)
+                            tma.load4(smem, ring + s * box_bytes, x_map, n, y0 - padding, x0 + dx - padding,
+                                      chunk * V3_BK, full, s)
+                            f += 1
+                            s += 1
+                            if s == stages:
+                                s, phase = 0, phase ^ 1
+        else:
+            lane = wgmma.thread_in_warpgroup()
+            k0 = col0 + 16 * (lane // 32) + (lane % 32) // 4  # this thread's filters: k0 and k0 + 8
+            q0 = 2 * (lane % 4)  # and its pixels: 8j + q0 and 8j + q0 + 1
+            acc = cuda.local.array(acc_size, float32)
+            tma.wait(loaded, 0, 0)
+            for i in range(role - 1, mine, 2):
+                n, y0, x0 = _v7_origin(first + i * stride_tiles, patches, patches_x, height, width)
+                start(acc, bias, k0)
+                done = -1  # the buffer whose multiplies may still run
+                for j in range(boxes):
+                    f = i * boxes + j
+                    s = f % stages
+                    dx, chunk = j // chunks, j % chunks
+                    tma.wait(full, s, (f // stages) % 2)
+                    wgmma.fence()
+                    for dy in range(R):  # tap (dy, dx): the box's pixels from row dy on
+                        multiply(acc, smem, filters + ((dy * S + dx) * chunks + chunk) * V5_FILTER_BOX_BYTES,
+                                 ring + s * box_bytes + dy * width * 128, 1)
+                    wgmma.commit()
+                    wgmma.wait_one()  # the box before is done with: its buffer goes back
+                    if done >= 0:
+                        tma.arrive(empty, done)
+                    done = s
+                wgmma.wait_all()
+                tma.arrive(empty, done)
+                write(Y, acc, n, y0, x0, Ho, Wo, k0, q0)
+
+    return tc_conv_v7_kernel
+
+
+V7_KERNELS = {(tile, out): make_tc_conv_v7(*tile, out) for tile in V7_TILES for out in ("fp32", "fp16")}
+
+
 @cuda.jit
 def to_fp16_kernel(src, dst):
     """dst[i] = fp16(src[i]) on flat views: the operands of version 1."""

@@ -10,7 +10,9 @@ through implicit GEMM's row table); version 2 in NHWC with 16-byte asynchronous 
 version 3 on Hopper's warpgroup MMA; version 4 brings its tiles by TMA as boxes of the image
 (stride 1); version 5 is version 4 persistent, its filters loaded once per block and kept;
 version 6 is version 5 with one box per filter column instead of one per tap (the patch and
-the rows below it, which every tap of that column reads from).
+the rows below it, which every tap of that column reads from); version 7 is version 6 with
+the operands the other way round (the filters as the multiply's A, a patch's pixels as its B)
+and roles: a producer warpgroup and two multiplying warpgroups taking turns at the patches.
 The kernels are in conv/tc_kernels.py; 16.5's notebook explains each. What must stay true:
 every version is prepared and launched the same way, checked before any launch.
 """
@@ -63,6 +65,10 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     V5_RING_BYTES,
     V5_STAGES,
     V6_MAX_STAGES,
+    V7_KERNELS,
+    V7_MAX_STAGES,
+    V7_THREADS,
+    V7_TILES,
     W_LD,
     X_LD,
     bias_rows_kernel,
@@ -71,6 +77,7 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     halo_tile,
     make_tc_conv_v5,
     make_tc_conv_v6,
+    make_tc_conv_v7,
     nchw_to_nhwc16_kernel,
     nhwc_rows_to_nchw_kernel,
     pixel_tile,
@@ -84,6 +91,7 @@ from gpulib.conv.tc_kernels import (  # noqa: F401  (the kernels, reached from h
     tc_conv_tma_kernel,
     tc_conv_wgmma_kernel,
     to_fp16_kernel,
+    v7_tile,
 )
 from gpulib.gemm.tensorcore import resident_blocks
 from gpulib.shapes import (
@@ -97,7 +105,7 @@ from gpulib.shapes import (
 )
 from gpulib.tensorcore import tma, wgmma
 
-VERSIONS = ("v1", "v2", "v3", "v4", "v5", "v6")
+VERSIONS = ("v1", "v2", "v3", "v4", "v5", "v6", "v7")
 MAX_SHARED = 227 * 1024  # a block's opt-in shared memory (compute capability 9.0)
 
 
@@ -111,6 +119,7 @@ class Operands:
         v4  as v3
         v5  as v3
         v6  as v3
+        v7  as v3
 
     with C8 = C rounded up to 8 and K16 = K to 16 (zeros). ``out_shape`` is what ``launch`` writes:
     Y [N, K, H', W'] for v1, Y [N·H'·W' rounded up to 16, K16] for v2, Y [N·H'·W', K] for v3 and v4."""
@@ -139,25 +148,28 @@ class Operands:
 def supports(W_shape, stride: int = 1, *, version: str = "v2") -> str | None:
     """Why ``version`` cannot run a layer with filters ``W_shape`` [K, C, R, S] and ``stride``, or None:
     v1 and v2 run any layer; v3-v5 need wgmma (the simulator, or compute capability 9.0 on a
-    GPU), v4-v6 also stride 1 (a box moves whole rows of neighbouring pixels), v5 and v6 filters
-    that fit their shared memory (R·S·C/64 ≤ V5_MAX_FILTER_BOXES; v6 beside two of its widest
-    boxes)."""
+    GPU), v4-v7 also stride 1 (a box moves whole rows of neighbouring pixels), v5-v7 filters
+    that fit their shared memory (R·S·C/64 ≤ V5_MAX_FILTER_BOXES; v6 and v7 beside two of their
+    tallest boxes)."""
     if version not in VERSIONS:
         raise ValueError(f"version must be one of {VERSIONS}, not {version!r}")
     if len(W_shape) != 4 or any(int(d) < 1 for d in W_shape):
         raise ValueError(f"W_shape must be [K, C, R, S] of positive sizes, not {tuple(W_shape)}")
     if version in ("v1", "v2"):
         return None
-    if version in ("v4", "v5", "v6") and stride != 1:
+    if version in ("v4", "v5", "v6", "v7") and stride != 1:
         return f"conv {version} (TMA boxes) needs stride 1, not {stride}"
     K, C, R, S = (int(d) for d in W_shape)
     boxes = R * S * blocks(blocks(C, 8) * 8, V3_BK)
-    if version in ("v5", "v6") and boxes > V5_MAX_FILTER_BOXES:
+    if version in ("v5", "v6", "v7") and boxes > V5_MAX_FILTER_BOXES:
         return (f"conv {version} keeps a block's filters in shared memory: R·S x (C / 64) = {boxes} boxes of 64 "
                 f"filters, at most {V5_MAX_FILTER_BOXES}")
     tallest = max((128 // w + R - 1) * w for w in V4_PIXEL_TILES)  # a box's pixels, at its widest patch
     if version == "v6" and v6_shared_bytes((K, C, R, S), 2, tallest, True) > MAX_SHARED:
         return f"conv v6 needs two halo boxes of {R} pixel rows beside its filters: R = {R} is too tall"
+    tallest = max((h + R - 1) * w for h, w in V7_TILES)
+    if version == "v7" and v7_shared_bytes((K, C, R, S), 2, tallest) > MAX_SHARED:
+        return f"conv v7 needs two halo boxes of {R} pixel rows beside its filters: R = {R} is too tall"
     return wgmma.unsupported_device() or None
 
 
@@ -273,8 +285,17 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> N
     height, width = pixel_tile(Ho, Wo)
     patches_x = blocks(Wo, width)
     patches = blocks(Ho, height) * patches_x
-    x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
     w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
+    if version == "v7":  # v6's boxes, its own patch shape; Y written straight from the registers, any dtype
+        height, width, patches_x, patches, box_bytes, stages, shared = _v7_plan(Ho, Wo, K, C8, R, S)
+        cols = blocks(K, V3_BN)
+        grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
+        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height + R - 1, width, tma.BOX_K)).argument
+        kernel = V7_KERNELS[(height, width), "fp16" if np.dtype(Y.dtype) == np.float16 else "fp32"]
+        wgmma.launch(kernel, grid, V7_THREADS, shared, x_map, w_map, bias, Y, C8, Ho, Wo, R, S, padding, patches_x,
+                     patches, cols, box_bytes, stages)
+        return
+    x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
     if version == "v6":  # as v5, its boxes the patch and the R - 1 rows below it, its patch shape its own
         half = np.dtype(Y.dtype) == np.float16
         height, width, patches_x, patches, box_bytes, stages, shared = _v6_plan(Ho, Wo, K, C8, R, S, half)
@@ -346,7 +367,37 @@ def v6_stages(W_shape, box_pixels: int, fp16_out: bool = False) -> int:
     return fit[-1]
 
 
-NHWC16_VERSIONS = ("v3", "v4", "v5", "v6")  # the versions that read NHWC fp16 as it is
+@functools.lru_cache(maxsize=64)
+def _v7_plan(Ho: int, Wo: int, K: int, C8: int, R: int, S: int) -> tuple:
+    """conv v7's launch for one layer, worked out once: (patch height, width, patches across,
+    patches per image, box bytes, ring stages, shared bytes)."""
+    height, width = v7_tile(Ho, Wo, R)
+    patches_x = blocks(Wo, width)
+    pixels = (height + R - 1) * width
+    stages = v7_stages((K, C8, R, S), pixels)
+    return (height, width, patches_x, blocks(Ho, height) * patches_x, pixels * 2 * tma.BOX_K, stages,
+            v7_shared_bytes((K, C8, R, S), stages, pixels))
+
+
+def v7_shared_bytes(W_shape, stages: int, box_pixels: int) -> int:
+    """conv v7's dynamic shared memory: ``stages`` halo boxes of ``box_pixels`` pixels (64 channels
+    each), the filter boxes it keeps, alignment (its results leave from registers)."""
+    K, C, R, S = require_shape(W_shape, "W_shape", "[K, C, R, S]")
+    stages, box_pixels = require_int(stages, "stages", 1), require_int(box_pixels, "box_pixels", 1)
+    filters = R * S * blocks(blocks(C, 8) * 8, V3_BK) * V5_FILTER_BOX_BYTES
+    return stages * box_pixels * 2 * V3_BK + filters + wgmma.ATOM_BYTES
+
+
+def v7_stages(W_shape, box_pixels: int) -> int:
+    """How many halo boxes conv v7's ring holds: as many as fit beside its filters, at most V7_MAX_STAGES."""
+    fit = [s for s in range(2, V7_MAX_STAGES + 1) if v7_shared_bytes(W_shape, s, box_pixels) <= MAX_SHARED]
+    if not fit:
+        raise ValueError(f"box_pixels={box_pixels}: conv v7 needs two such boxes beside the filters {tuple(W_shape)} "
+                         f"in {MAX_SHARED} bytes of shared memory")
+    return fit[-1]
+
+
+NHWC16_VERSIONS = ("v3", "v4", "v5", "v6", "v7")  # the versions that read NHWC fp16 as it is
 
 
 def image_nhwc16(X, *, out=None):
@@ -381,13 +432,13 @@ def _require_device16(a, name: str, layout: str) -> None:
 
 
 def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None, version: str = "v3"):
-    """Y [N, H', W', K] float32 (NHWC; fp16 with versions v5 and v6 when ``out`` is fp16, as cuDNN writes
+    """Y [N, H', W', K] float32 (NHWC; fp16 with versions v5-v7 when ``out`` is fp16, as cuDNN writes
     it) = conv(X, W) + b on the tensor cores with X already NHWC
     fp16 [N, H, W, C] and the filters KRSC fp16 [K, R, S, C] (C a multiple of 8; image_nhwc16 and
     filters_krsc16 make them), all on the device: nothing is converted, copied or allocated
     (given ``out``) on the way, so the call costs its kernel and its launch. ``version`` "v3"
-    (cp.async gathers), "v4" (TMA boxes, stride 1), "v5" (v4 persistent) or "v6" (v5 with a box
-    per filter column); b a float32 [K] (None: zeros). Every
+    (cp.async gathers), "v4" (TMA boxes, stride 1), "v5" (v4 persistent), "v6" (v5 with a box
+    per filter column) or "v7" (v6 with the operands swapped and roles); b a float32 [K] (None: zeros). Every
     precondition is a ValueError before the launch."""
     if version not in NHWC16_VERSIONS:
         raise ValueError(f"version must be one of {NHWC16_VERSIONS}, not {version!r}")
@@ -404,10 +455,10 @@ def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=No
         if b.shape[0] != K:
             raise ValueError(f"b must have K = {K} values (Wk's filters), not {b.shape[0]}")
     half = out is not None and hasattr(out, "dtype") and np.dtype(out.dtype) == np.float16
-    if half and version not in ("v5", "v6"):
-        raise ValueError(f"out in fp16 needs version 'v5' or 'v6' (their results leave through a TMA store), "
+    if half and version not in ("v5", "v6", "v7"):
+        raise ValueError(f"out in fp16 needs version 'v5', 'v6' or 'v7' (their epilogues round to fp16), "
                          f"not {version!r}")
-    if half and K % 8:
+    if half and version != "v7" and K % 8:
         raise ValueError(f"out in fp16 needs K a multiple of 8 (the copy engine writes 16-byte rows); got K={K}")
     Y = output(out, (N, Ho, Wo, K), "out", dtype=np.float16 if half else np.float32)
     reason = supports((K, C, R, S), stride, version=version)
@@ -467,7 +518,7 @@ def workspace_bytes(X_shape, W_shape, padding: int = 0, stride: int = 1, *, vers
         return 2 * (N * C * H * Wd + K * C * R * S) + 12 * C * R * S
     C8, K16 = blocks(C, 8) * 8, blocks(K, 16) * 16
     _, _, Ho, Wo = output_shape(X_shape, W_shape, padding, stride)
-    if version in ("v3", "v4", "v5", "v6"):  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
+    if version in ("v3", "v4", "v5", "v6", "v7"):  # fp16 X and Wk with C8 channels, the bias, Y [N·H'·W', K] fp32
         return 2 * (N * H * Wd * C8 + K * R * S * C8) + 4 * K + 4 * N * Ho * Wo * K
     rows = blocks(N * Ho * Wo, 16) * 16
     return 2 * (N * H * Wd * C8 + R * S * C8 * K16) + 4 * 16 * blocks(K, 64) * 64 + 4 * rows * K16
@@ -589,3 +640,24 @@ def supports_halo(W_shape, stride: int = 1) -> str | None:
 @layer_shapes
 def workspace_halo(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
     return workspace_bytes(X_shape, W_shape, padding, stride, version="v6")
+
+
+def conv2d_tc_pingpong(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 7: version 6 with the filters as A, the pixels as B and a producer warpgroup
+    feeding two multiplying warpgroups that take turns at the patches (stride 1)."""
+    return conv2d_tc(X, W, b, padding, stride, out=out, version="v7")
+
+
+def conv2d_tc_pingpong_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=None):
+    """Version 7 on NHWC fp16 X and KRSC fp16 filters as they are (conv2d_tc_nhwc16)."""
+    return conv2d_tc_nhwc16(X, Wk, b, padding, stride, out=out, version="v7")
+
+
+@filter_shape
+def supports_pingpong(W_shape, stride: int = 1) -> str | None:
+    return supports(W_shape, stride, version="v7")
+
+
+@layer_shapes
+def workspace_pingpong(X_shape, W_shape, padding: int = 0, stride: int = 1) -> int:
+    return workspace_bytes(X_shape, W_shape, padding, stride, version="v7")

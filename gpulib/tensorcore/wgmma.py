@@ -37,7 +37,8 @@ float16 = types.float16
 M_TILE, K_TILE, WARPGROUP = wgmma_model.M_TILE, wgmma_model.K_TILE, wgmma_model.THREADS
 ATOM_BYTES = 1024  # 8 rows of 128 bytes: one 128-byte swizzle atom
 SWIZZLE_128B = 1  # the descriptor's swizzle code (smem_layout.SWIZZLES["128B"])
-N_SIZES = (64, 128, 256)  # the N this module offers (the instruction takes any multiple of 8)
+N_SIZES = (64, 128, 256)  # the N this module offers whole epilogues for (the instruction takes any multiple of 8)
+MMA_N_SIZES = (64, 112, 128, 256)  # the N of its multiplies: also conv v7's patches of 14 x 8 pixels
 REGISTER_COUNTS = (40, 232)  # what RELEASE and CLAIM offer (setmaxnreg takes multiples of 8 in 24..256)
 
 
@@ -119,7 +120,7 @@ extern "C" __device__ int gpulib_st_global_v2_f32(int* ret, unsigned long long p
     return 0;
 }
 """
-    + "".join(_mma_source(n, operands) for n in N_SIZES for operands in PTX_TYPES)
+    + "".join(_mma_source(n, operands) for n in MMA_N_SIZES for operands in PTX_TYPES)
     + "".join(
         f'extern "C" __device__ int gpulib_setmaxnreg_{way}_{n}(int* ret) '
         f'{{ asm volatile("setmaxnreg.{way}.sync.aligned.u32 {n};"); return 0; }}\n'
@@ -315,8 +316,7 @@ if ON_GPU:
 
         return mma
 
-    mma_n64, mma_n128, mma_n256 = (_linked_mma(n) for n in N_SIZES)
-    mma_bf16_n64, mma_bf16_n128, mma_bf16_n256 = (_linked_mma(n, "bf16") for n in N_SIZES)
+    _make_mma = _linked_mma
 
     _pair_sig = types.int32(uint64, types.float32, types.float32)
     _st_f16x2 = cuda.declare_device("gpulib_st_shared_f16x2", _pair_sig)
@@ -456,8 +456,7 @@ else:
 
         return multiply_tile
 
-    mma_n64, mma_n128, mma_n256 = (_emulated_mma(n) for n in N_SIZES)
-    mma_bf16_n64, mma_bf16_n128, mma_bf16_n256 = (_emulated_mma(n, "bf16") for n in N_SIZES)
+    _make_mma = _emulated_mma
 
     @cuda.jit(device=True)
     def fence():
@@ -487,14 +486,9 @@ else:
 async_commit, async_wait_one, async_wait_all = wmma.async_commit, wmma.async_wait_one, wmma.async_wait_all
 
 # the multiply and the epilogue for each (operands, N) and N: what a kernel factory picks from
-MMA = {
-    ("fp16", 64): mma_n64,
-    ("fp16", 128): mma_n128,
-    ("fp16", 256): mma_n256,
-    ("bf16", 64): mma_bf16_n64,
-    ("bf16", 128): mma_bf16_n128,
-    ("bf16", 256): mma_bf16_n256,
-}
+MMA = {(operands, n): _make_mma(n, operands) for operands in PTX_TYPES for n in MMA_N_SIZES}
+mma_n64, mma_n128, mma_n256 = (MMA["fp16", n] for n in N_SIZES)
+mma_bf16_n64, mma_bf16_n128, mma_bf16_n256 = (MMA["bf16", n] for n in N_SIZES)
 STORE = {64: store_n64, 128: store_n128, 256: store_n256}
 PACK = {"fp16": pack_fp16, "bf16": pack_bf16}
 # GEMM v8's epilogues for each (operands, N): (store_pairs to fp32 C, stage as 16-bit words)
