@@ -120,7 +120,7 @@ for _fn in (direct.conv2d_direct, im2col.conv2d_im2col, implicit_gemm.conv2d_imp
             layers.conv2d_forward):
     add(_qualified(_fn), conv_entry(_fn, launches=_fn is not fft.conv2d_fft))
 for _fn in (tc_conv.conv2d_tc_nchw, tc_conv.conv2d_tc_nhwc, tc_conv.conv2d_tc_wgmma, tc_conv.conv2d_tc_tma,
-            tc_conv.conv2d_tc_persistent, tc_conv.conv2d_tc_halo):
+            tc_conv.conv2d_tc_persistent, tc_conv.conv2d_tc_halo, tc_conv.conv2d_tc_pingpong):
     add(_qualified(_fn), conv_entry(_fn, shapes=TC_SHAPES))
 def _nhwc16_args(r, C=8, K=4):  # a 2x1 filter: two steps, which the simulator runs quickly
     return dict(X=dev(r.standard_normal((1, 6, 5, C)).astype(f16)), Wk=dev(r.standard_normal((K, 2, 1, C)).astype(f16)),
@@ -131,7 +131,7 @@ _NHWC16 = dict(arrays=("X", "Wk", "b"), device_only=("X", "Wk"), optional=("b",)
                tied={"X": (3,), "Wk": (0, 3), "b": (0,)}, speaks={"X": ("C", "fp16"), "Wk": ("C", "fp16"), "b": ("K",)},
                launches=True)
 for _fn in (tc_conv.conv2d_tc_wgmma_nhwc16, tc_conv.conv2d_tc_tma_nhwc16, tc_conv.conv2d_tc_persistent_nhwc16,
-            tc_conv.conv2d_tc_halo_nhwc16):
+            tc_conv.conv2d_tc_halo_nhwc16, tc_conv.conv2d_tc_pingpong_nhwc16):
     add(_qualified(_fn), Entry(_nhwc16_args, lambda a, fn=_fn: fn(a["X"], a["Wk"], a["b"], a["padding"], a["stride"]),
                                **_NHWC16))
 add("gpulib.conv.tensorcore.conv2d_tc_nhwc16", Entry(
@@ -227,10 +227,11 @@ for _name in ("workspace_bytes", "nonfused_workspace_bytes", "multiplications", 
     add(f"gpulib.conv.winograd.{_name}", shape_entry(getattr(winograd, _name)))
 add("gpulib.conv.winograd.supports", shape_entry(winograd.supports, with_x=False))
 add("gpulib.conv.winograd.supports_f4", shape_entry(winograd.supports_f4, with_x=False))
-for _name in ("supports_nchw", "supports_nhwc", "supports_wgmma", "supports_tma", "supports_persistent", "supports_halo"):
+for _name in ("supports_nchw", "supports_nhwc", "supports_wgmma", "supports_tma", "supports_persistent", "supports_halo",
+              "supports_pingpong"):
     add(f"gpulib.conv.tensorcore.{_name}", shape_entry(getattr(tc_conv, _name), with_x=False))
 for _name in ("workspace_nchw", "workspace_nhwc", "workspace_wgmma", "workspace_tma", "workspace_persistent",
-              "workspace_halo"):
+              "workspace_halo", "workspace_pingpong"):
     add(f"gpulib.conv.tensorcore.{_name}", shape_entry(getattr(tc_conv, _name)))
 add("gpulib.conv.tensorcore.supports", Entry(lambda r: dict(W_shape=(8, 8, 3, 3), stride=1, version="v3"),
                                              lambda a: tc_conv.supports(a["W_shape"], a["stride"], version=a["version"]),
@@ -298,6 +299,9 @@ add("gpulib.conv.tc_kernels.pixel_tile", Entry(lambda r: dict(Ho=6, Wo=5), lambd
 add("gpulib.conv.tc_kernels.halo_tile", Entry(lambda r: dict(Ho=6, Wo=5, R=3),
                                               lambda a: tc_kernels.halo_tile(a["Ho"], a["Wo"], a["R"]),
                                               ints={"Ho": 1, "Wo": 1, "R": 1}))
+add("gpulib.conv.tc_kernels.v7_tile", Entry(lambda r: dict(Ho=6, Wo=5, R=3),
+                                            lambda a: tc_kernels.v7_tile(a["Ho"], a["Wo"], a["R"]),
+                                            ints={"Ho": 1, "Wo": 1, "R": 1}))
 
 # ---------------------------------------------------------------- GEMM
 add("gpulib.gemm.api.matmul", Entry(lambda r: _arrays(r, A=(5, 4), B=(4, 3)), lambda a: api.matmul(a["A"], a["B"]),
@@ -412,6 +416,18 @@ add("gpulib.conv.tensorcore.v6_shared_bytes", Entry(
     lambda r: dict(W_shape=(64, 64, 3, 3), stages=4, box_pixels=144, fp16_out=True),
     lambda a: tc_conv.v6_shared_bytes(a["W_shape"], a["stages"], a["box_pixels"], a["fp16_out"]),
     ints={"stages": 1, "box_pixels": 1}, others={"W_shape": W_SHAPE_CASES, "fp16_out": _BOOL_CASES}))
+add("gpulib.conv.tc_kernels.make_tc_conv_v7", Entry(
+    lambda r: dict(height=14, width=8, out="fp16"),
+    lambda a: tc_kernels.make_tc_conv_v7(a["height"], a["width"], a["out"]), choices=("out",),
+    others={"height": [("not a tile of V7_TILES", 9)], "width": [("not a tile of V7_TILES", 24)]}))
+add("gpulib.conv.tensorcore.v7_shared_bytes", Entry(
+    lambda r: dict(W_shape=(64, 64, 3, 3), stages=4, box_pixels=128),
+    lambda a: tc_conv.v7_shared_bytes(a["W_shape"], a["stages"], a["box_pixels"]),
+    ints={"stages": 1, "box_pixels": 1}, others={"W_shape": W_SHAPE_CASES}))
+add("gpulib.conv.tensorcore.v7_stages", Entry(
+    lambda r: dict(W_shape=(64, 64, 3, 3), box_pixels=128),
+    lambda a: tc_conv.v7_stages(a["W_shape"], a["box_pixels"]),
+    ints={"box_pixels": 1}, others={"W_shape": W_SHAPE_CASES, "box_pixels": [("too big for two boxes", 10**6)]}))
 add("gpulib.conv.tensorcore.v6_stages", Entry(
     lambda r: dict(W_shape=(64, 64, 3, 3), box_pixels=144, fp16_out=True),
     lambda a: tc_conv.v6_stages(a["W_shape"], a["box_pixels"], a["fp16_out"]),

@@ -128,8 +128,8 @@ def test_the_tensor_core_conv_never_goes_through_the_host(version, rng, monkeypa
 def test_unknown_conv_version_is_a_value_error():
     from gpulib.conv import tensorcore as tc_conv
 
-    with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4., .v5., .v6.\), not .v7."):
-        tc_conv.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v7")
+    with pytest.raises(ValueError, match=r"version must be one of \(.v1., .v2., .v3., .v4., .v5., .v6., .v7.\), not .v8."):
+        tc_conv.conv2d_tc(np.ones((1, 1, 4, 4), np.float32), np.ones((1, 1, 3, 3), np.float32), version="v8")
 
 
 def test_the_kernel_uses_tensor_core_instructions():
@@ -281,7 +281,8 @@ def test_the_nhwc_call_refuses_what_it_cannot_take():
     cases = [
         (dict(X=X, W=Wk, algorithm="direct"), r"layout='NHWC' needs an algorithm with an NHWC fp16 form, one of "
                                              r"\('tc_implicit_gemm_wgmma', 'tc_implicit_gemm_tma', "
-                                             r"'tc_implicit_gemm_persistent', 'tc_implicit_gemm_halo'\), not 'direct'"),
+                                             r"'tc_implicit_gemm_persistent', 'tc_implicit_gemm_halo', 'tc_implicit_gemm_pingpong'\), "
+                                             r"not 'direct'"),
         (dict(X=X, W=Wk, algorithm="auto"), "not 'auto'"),
         (dict(X=X, W=Wk, layout="NWHC"), r"layout must be one of \('NCHW', 'NHWC'\), not 'NWHC'"),
         (dict(X=np.ones((1, 6, 6, 8), np.float16), W=Wk), r"X \[N, H, W, C\] must be a device array of fp16"),
@@ -299,7 +300,7 @@ def test_the_nhwc_call_refuses_what_it_cannot_take():
         with pytest.raises(ValueError, match=message):
             front.conv2d(args["X"], args["W"], args["b"], args["padding"], 1, algorithm=args["algorithm"],
                          out=args["out"], layout=args["layout"])
-    with pytest.raises(ValueError, match=r"version must be one of \('v3', 'v4', 'v5', 'v6'\), not 'v2'"):
+    with pytest.raises(ValueError, match=r"version must be one of \('v3', 'v4', 'v5', 'v6', 'v7'\), not 'v2'"):
         tc_conv.conv2d_tc_nhwc16(X, Wk, version="v2")
 
 
@@ -335,7 +336,7 @@ def test_the_persistent_conv_writes_fp16_nhwc_through_tma_stores(rng):
     gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1),
                     scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v5, fp16 Y")
     Xn, Wk = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W)
-    with pytest.raises(ValueError, match="out in fp16 needs version 'v5' or 'v6'"):
+    with pytest.raises(ValueError, match="out in fp16 needs version 'v5', 'v6' or 'v7'"):
         tc_conv.conv2d_tc_nhwc16(Xn, Wk, out=Y, version="v3")
     with pytest.raises(ValueError, match="out in fp16 needs K a multiple of 8"):
         tc_conv.conv2d_tc_nhwc16(Xn, tc_conv.filters_krsc16(W[:12]), out=gpulib.poisoned((1, 5, 7, 12), np.float16),
@@ -375,3 +376,41 @@ def test_the_halo_conv_writes_fp16_nhwc_through_tma_stores(rng):
                              out=Y, version="v6")
     gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1),
                     scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v6, fp16 Y")
+
+
+def test_the_pingpong_conv_multiplies_filters_by_pixels_round_its_ring(rng):
+    """conv v7 on the simulator's two resident blocks: K = 70 makes two columns of filters (one
+    block each), C = 72 two channel chunks (a 3x2 filter keeps 12 boxes of filters), two images
+    of 5 x 12 outputs in 8 x 16 patches (three rows of each outside): one patch for each
+    multiplying warpgroup, 8 boxes through a ring of 6, so the parities wrap. The filters are
+    wgmma's A here and the pixels its B: a transposed accumulator written straight to Y,
+    poisoned, so a pixel or filter left unwritten fails."""
+    from gpulib import reference as ref
+    from gpulib.conv import tensorcore as tc_conv
+
+    X = rng.standard_normal((2, 72, 5, 11)).astype(np.float32)
+    W = rng.standard_normal((70, 72, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(70).astype(np.float32)
+    assert tc_conv.v7_tile(5, 12, 3) == (8, 16) and tc_conv.v7_stages((70, 72, 3, 2), 10 * 16) == 6
+    assert tc_conv.v7_tile(56, 56, 3) == (14, 8)  # the 16.3 layer: 28 patches an image, none outside it
+    Y = tc_conv.conv2d_tc(X, W, b, 1, 1, out=gpulib.poisoned((2, 70, 5, 12)), version="v7")
+    gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1), scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v7")
+    assert tc_conv.supports((64, 128, 3, 3), 1, version="v7").startswith("conv v7 keeps a block's filters")
+    assert "stride 1" in tc_conv.supports((64, 16, 3, 3), 2, version="v7")
+
+
+def test_the_pingpong_conv_writes_fp16_nhwc_from_its_registers(rng):
+    """conv v7 with an fp16 Y in its 14 x 8 patches (N = 112), K = 12 (not a multiple of 8: the
+    results leave from registers, not through a TMA box) on a 14 x 8 output, and a 3x3 filter."""
+    from gpulib import reference as ref
+    from gpulib.conv import tensorcore as tc_conv
+
+    X = rng.standard_normal((1, 8, 14, 8)).astype(np.float32)
+    W = rng.standard_normal((12, 8, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    assert tc_conv.v7_tile(14, 8, 3) == (14, 8)
+    Y = gpulib.poisoned((1, 14, 8, 12), np.float16)
+    tc_conv.conv2d_tc_nhwc16(tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), gpulib.env.cuda.to_device(b), 1, 1,
+                             out=Y, version="v7")
+    gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1),
+                    scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v7, fp16 Y")

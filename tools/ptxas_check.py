@@ -52,6 +52,12 @@ KERNELS = {
     "conv-v5-16bit": (tc_kernels.tc_conv_persistent16_kernel, (u64, u64, u64, f32_1, f16_2) + (i64,) * 10, None),
     "conv-v6": (tc_kernels.tc_conv_halo_kernel, (u64, u64, u64, f32_1, f32_2) + (i64,) * 12, None),
     "conv-v6-16bit": (tc_kernels.tc_conv_halo16_kernel, (u64, u64, u64, f32_1, f16_2) + (i64,) * 12, None),
+    "conv-v7": (tc_kernels.V7_KERNELS[(14, 8), "fp32"], (u64, u64, f32_1, f32_2) + (i64,) * 11,
+                tc_kernels.V7_REGISTERS[0]),
+    "conv-v7-16bit": (tc_kernels.V7_KERNELS[(14, 8), "fp16"], (u64, u64, f32_1, f16_2) + (i64,) * 11,
+                      tc_kernels.V7_REGISTERS[0]),
+    "conv-v7-128": (tc_kernels.V7_KERNELS[(16, 8), "fp32"], (u64, u64, f32_1, f32_2) + (i64,) * 11,
+                    tc_kernels.V7_REGISTERS[0]),
 }
 
 
@@ -70,9 +76,12 @@ def check(name: str, work: Path, linked: Path, sass_dir: Path | None = None) -> 
     (work / f"{name}.ltoir").write_bytes(ltoir)
     command = [os.environ.get("NVLINK", "nvlink"), "-arch=sm_90a", "-lto", f"-nvvmpath={os.environ['NVVM_DIR']}",
                "-Xptxas", "-v", *(["-maxrregcount", str(registers)] if registers else []),
+               *([f"-L{os.environ['CUDA_LIB']}", "-lcudadevrt"] if "CUDA_LIB" in os.environ else []),
                str(work / f"{name}.ltoir"), str(linked), "-o", str(work / f"{name}.cubin")]
     done = subprocess.run(command, capture_output=True, text=True)  # (it fails after ptxas, at libcudadevrt: no matter)
     text = done.stdout + done.stderr
+    if os.environ.get("PTXAS_CHECK_VERBOSE"):
+        print(text[-3000:])
     used = re.search(r"Used (\d+) registers", text)
     spills = re.search(r"(\d+) bytes spill stores", text)
     notes = sorted(set(re.findall(r"\((C75\d\d)\) Potential Performance Loss: wgmma[^']*?serialized due to ([^']*?) in the",
@@ -87,8 +96,11 @@ def check(name: str, work: Path, linked: Path, sass_dir: Path | None = None) -> 
 def sass(name: str, cubin: Path, sass_dir: Path) -> None:
     """cuobjdump's SASS of the linked cubin into ``sass_dir``/name.sass (CUOBJDUMP names the
     tool: the nvidia-cuda-cuobjdump wheel carries it)."""
-    listing = subprocess.run([os.environ.get("CUOBJDUMP", "cuobjdump"), "-sass", str(cubin)],
-                             check=True, capture_output=True, text=True).stdout
+    done = subprocess.run([os.environ.get("CUOBJDUMP", "cuobjdump"), "-sass", str(cubin)], capture_output=True,
+                          text=True)
+    if done.returncode:
+        raise RuntimeError(f"{name}: cuobjdump could not read the linked cubin: {done.stderr.strip()}")
+    listing = done.stdout
     sass_dir.mkdir(parents=True, exist_ok=True)
     (sass_dir / f"{name}.sass").write_text(listing)
 

@@ -614,7 +614,7 @@ tc_conv_halo16_kernel = make_tc_conv_v6("fp16")
 V7_TILES = ((14, 8), (16, 8), (8, 16), (8, 8))  # (height, width): N = 112, 128, 128, 64 pixels
 V7_MAX_STAGES = 8
 V7_THREADS = 3 * wgmma.WARPGROUP
-V7_REGISTERS = 168  # 384 threads of one block in the SM's 65536 registers
+V7_REGISTERS = (168, 40, 232)  # at launch (384 threads in 65536), then the producer's and the multipliers'
 
 
 @integer_arguments(Ho=1, Wo=1, R=1)
@@ -681,7 +681,9 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
                         if k < Y.shape[1]:
                             Y[row, k] = rounded(acc[4 * j + 2 * i + e])
 
-    @tma.kernel(max_registers=V7_REGISTERS)
+    release, claim = wgmma.RELEASE[V7_REGISTERS[1]], wgmma.CLAIM[V7_REGISTERS[2]]
+
+    @tma.kernel(max_registers=V7_REGISTERS[0])
     def tc_conv_v7_kernel(x_map, w_map, bias, Y, C, Ho, Wo, R, S, padding, patches_x, patches, cols, box_bytes,
                           stages):
         """conv v7. Maps: X [N, H, W, C] in boxes [1, height + R - 1, width, 64] (``box_bytes`` each,
@@ -713,6 +715,7 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
         tma.fence_init()
         cuda.syncthreads()  # the only block-wide barrier
         if role == 0:
+            release()
             if t == 0:
                 tma.expect(loaded, 0, R * boxes * V5_FILTER_BOX_BYTES)
                 for j in range(R * boxes):  # box j: tap j // chunks (= dy·S + dx), channels (j mod chunks)·64
@@ -734,6 +737,7 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
                             if s == stages:
                                 s, phase = 0, phase ^ 1
         else:
+            claim()
             lane = wgmma.thread_in_warpgroup()
             k0 = col0 + 16 * (lane // 32) + (lane % 32) // 4  # this thread's filters: k0 and k0 + 8
             q0 = 2 * (lane % 4)  # and its pixels: 8j + q0 and 8j + q0 + 1
