@@ -281,8 +281,8 @@ def test_the_nhwc_call_refuses_what_it_cannot_take():
     cases = [
         (dict(X=X, W=Wk, algorithm="direct"), r"layout='NHWC' needs an algorithm with an NHWC fp16 form, one of "
                                              r"\('tc_implicit_gemm_wgmma', 'tc_implicit_gemm_tma', "
-                                             r"'tc_implicit_gemm_persistent', 'tc_implicit_gemm_halo', 'tc_implicit_gemm_pingpong'\), "
-                                             r"not 'direct'"),
+                                             r"'tc_implicit_gemm_persistent', 'tc_implicit_gemm_halo', "
+                                             r"'tc_implicit_gemm_pingpong'\), not 'direct'"),
         (dict(X=X, W=Wk, algorithm="auto"), "not 'auto'"),
         (dict(X=X, W=Wk, layout="NWHC"), r"layout must be one of \('NCHW', 'NHWC'\), not 'NWHC'"),
         (dict(X=np.ones((1, 6, 6, 8), np.float16), W=Wk), r"X \[N, H, W, C\] must be a device array of fp16"),
