@@ -414,3 +414,35 @@ def test_the_pingpong_conv_writes_fp16_nhwc_from_its_registers(rng):
                              out=Y, version="v7")
     gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1).transpose(0, 2, 3, 1),
                     scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v7, fp16 Y")
+
+
+def test_a_call_on_the_same_arrays_repeats_its_checked_launch_and_reads_their_new_values(rng, monkeypatch):
+    """conv2d_tc_nhwc16 keeps a checked launch per set of arrays: called again on the very same
+    objects it launches without planning again, and the kernel reads what the arrays hold now
+    (new values give the new result); another out array is planned afresh, and an array that
+    is gone takes its launches with it."""
+    import gc
+
+    from gpulib import reference as ref
+    from gpulib.conv import tensorcore as tc_conv
+
+    X, W = rng.standard_normal((1, 8, 4, 8)).astype(np.float32), rng.standard_normal((12, 8, 2, 1)).astype(np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    Xn, Wk, bd = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), gpulib.env.cuda.to_device(b)
+    Y = gpulib.poisoned((1, 5, 10, 12))
+    tc_conv.conv2d_tc_nhwc16(Xn, Wk, bd, 1, 1, out=Y, version="v7")
+    planned, original = [], tc_conv._wgmma_plan
+    monkeypatch.setattr(tc_conv, "_wgmma_plan", lambda *a: planned.append(a[0]) or original(*a))
+    X2 = rng.standard_normal(X.shape).astype(np.float32)
+    tc_conv.image_nhwc16(X2, out=Xn)  # new values in the same array
+    Y2 = tc_conv.conv2d_tc_nhwc16(Xn, Wk, bd, 1, 1, out=Y, version="v7")
+    assert Y2 is Y and planned == []
+    gpulib.validate(Y, tc_conv.reference(X2, W, b, 1, 1).transpose(0, 2, 3, 1),
+                    scale=ref.conv2d_magnitude(X2, W, b, 1, 1).max(), name="conv v7, repeated launch")
+    other = gpulib.poisoned((1, 5, 10, 12))
+    tc_conv.conv2d_tc_nhwc16(Xn, Wk, bd, 1, 1, out=other, version="v7")
+    assert len(planned) == 1
+    remembered = len(tc_conv._CALLS)
+    del other
+    gc.collect()
+    assert len(tc_conv._CALLS) == remembered - 1

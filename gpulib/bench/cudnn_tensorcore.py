@@ -47,6 +47,7 @@ from gpulib.env import cuda
 from gpulib.gemm import tensorcore as tc_gemm
 from gpulib.gemm.kernels import block_threads
 from gpulib.results import ratio_text
+from gpulib.tensorcore import wgmma
 from gpulib.timing import benchmark
 
 RESULTS = measuring.RESULTS_DIR / "cudnn_tensorcore.json"
@@ -366,7 +367,48 @@ def _conv_v5_kernels() -> dict:
                 ("conv v5", tc_conv.tc_conv_persistent_kernel, tc_conv.v5_shared_bytes(W_shape, False)),
                 ("conv v5 fp16 Y", tc_conv.tc_conv_persistent16_kernel, tc_conv.v5_shared_bytes(W_shape, True)),
                 ("conv v6", tc_conv.tc_conv_halo_kernel, v6_bytes(False)),
-                ("conv v6 fp16 Y", tc_conv.tc_conv_halo16_kernel, v6_bytes(True)))}
+                ("conv v6 fp16 Y", tc_conv.tc_conv_halo16_kernel, v6_bytes(True)))} | _conv_v7_kernels()
+
+
+def _conv_v7_kernels() -> dict:
+    """Conv v7's kernels (each patch shape, fp32 and fp16 Y): resources, shared memory for the 16.3 layer, SASS."""
+    W_shape = (LAYER["K"], LAYER["C"], LAYER["R"], LAYER["S"])
+    out = {}
+    for (height, width), kernel_out in tc_conv.V7_KERNELS:
+        box = (height + LAYER["R"] - 1) * width
+        shared = tc_conv.v7_shared_bytes(W_shape, tc_conv.v7_stages(W_shape, box), box)
+        kernel = tc_conv.V7_KERNELS[(height, width), kernel_out]
+        out[f"conv v7 {height}x{width}" + (" fp16 Y" if kernel_out == "fp16" else "")] = dict(
+            measuring.kernel_resources(kernel, tc_conv.V7_THREADS), dynamic_shared_bytes=shared,
+            sass=measuring.sass_mix(kernel, WGMMA_SASS))
+    return out
+
+
+def measure_v7_tiles(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[dict]:
+    """Conv v7 in each of its patch shapes on the layer (NHWC fp16 in, fp16 and fp32 Y, the
+    kernel's own time as a CUDA graph), checked first: the shape v7_tile picks is the
+    measured fastest, or this table says by how much it is not."""
+    X_dev, W_dev, b_dev = (cuda.to_device(a) for a in (X, W, b))
+    Xn, Wk = tc_conv.image_nhwc16(X_dev), tc_conv.filters_krsc16(W_dev)
+    N, H, Wd, _ = Xn.shape
+    K, R, S, _ = Wk.shape
+    rows = []
+    for tile in tc_conv.V7_TILES:
+        row = dict(tile=f"{tile[0]}x{tile[1]}", chosen=tile == tc_conv.v7_tile(want.shape[2], want.shape[3], R))
+        for dtype, key in ((np.float16, "fp16_ms"), (np.float32, "fp32_ms")):
+            Y = poisoned((want.shape[0], want.shape[2], want.shape[3], want.shape[1]), dtype)
+            plan = tc_conv._wgmma_plan("v7", Xn, Wk, b_dev, Y, N, H, Wd, R, S, L["padding"], L["stride"], tile=tile)
+
+            def call(plan=plan):
+                wgmma.launch(*plan[:4], *plan[4])
+
+            measuring.checked_row(f"conv v7 {row['tile']}, Y {np.dtype(dtype).name}", call, want, out=Y,
+                                  view=lambda Y: to_host(Y).astype(np.float32).transpose(0, 3, 1, 2), scale=scale,
+                                  rtol=3e-3 if dtype == np.float16 else None, repeat=3)
+            row[key] = measuring.graph_ms(call, repeat)
+            Y = plan = None
+        rows.append(row)
+    return rows
 
 
 TILE_COST_KS = (64, 256, 1024, 2048, 4096)
@@ -483,9 +525,10 @@ def _bf16_rows(rng, S: int, repeat: int) -> list[dict]:
 
 
 CONV_VERSIONS = (("v3", "wgmma, cp.async"), ("v4", "wgmma, TMA"), ("v5", "wgmma, TMA, persistent"),
-                 ("v6", "wgmma, TMA, persistent, a box per filter column"))
+                 ("v6", "wgmma, TMA, persistent, a box per filter column"),
+                 ("v7", "wgmma, TMA, filters as A, producer and two consumers"))
 CONV_ALGORITHMS = {"v3": "tc_implicit_gemm_wgmma", "v4": "tc_implicit_gemm_tma", "v5": "tc_implicit_gemm_persistent",
-                   "v6": "tc_implicit_gemm_halo"}
+                   "v6": "tc_implicit_gemm_halo", "v7": "tc_implicit_gemm_pingpong"}
 
 
 def measure_whole_call(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[dict]:
@@ -514,7 +557,7 @@ def measure_whole_call(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[
         row = dict(version=version, algorithm=algorithm, kernel_ms=kernel_ms, nchw_ms=nchw["ms"],
                    nhwc_ms=channels_last["ms"], nchw_vs_kernel=nchw["ms"] / kernel_ms,
                    nhwc_vs_kernel=channels_last["ms"] / kernel_ms)
-        if version in ("v5", "v6"):  # and Y in fp16 too, as cuDNN writes it (a TMA store per patch)
+        if version in ("v5", "v6", "v7"):  # and Y in fp16 too, as cuDNN writes it
             Yh = poisoned(Yn.shape, np.float16)
 
             def half():
@@ -567,6 +610,7 @@ def measure_wgmma_conv(repeat: int = 20) -> dict:
         )
         Y = None  # freed now (the timed lambdas hold them otherwise)
     out["whole_call"] = measure_whole_call(X, W, b, L, want, scale, repeat)
+    out["v7_tiles"] = measure_v7_tiles(X, W, b, L, want, scale, repeat)
     library, run = measuring.cudnn_conv(X, W, b, L, precision="fp16")
     torch_row = measuring.checked_row(library, run, want, flop=flop(L), scale=scale, rtol=3e-3, repeat=repeat)
     engines = measure_cudnn_engines(max(5, repeat // 2))
@@ -613,6 +657,10 @@ def wgmma_table(r: dict) -> str:
                          f"({w['nhwc_vs_kernel']:.2f}x)"
                          + (f"; fp16 Y {w['fp16_out_ms']:.4f} ms (kernel {w['fp16_out_kernel_ms']:.4f})"
                             if "fp16_out_ms" in w else ""))
+        for t in c.get("v7_tiles", []):
+            lines.append(f"    conv v7 in {t['tile']} patches{' (its choice)' if t['chosen'] else ''}: fp16 Y "
+                         f"{t['fp16_ms']:.4f} ms, fp32 Y {t['fp32_ms']:.4f} ms as a CUDA graph"
+                         + (f"; cuDNN's best plan's / ours {best['ms'] / t['fp16_ms']:.0%}" if best else ""))
     lines.append(f"  {'kernel':<23} {'registers':>9} {'local B':>8} {'dyn. shared B':>14} {'blocks/SM':>10}  SASS")
     for config, k in r["kernels"].items():
         sass = ", ".join(f"{op} {n}" for op, n in k["sass"].items())

@@ -20,6 +20,7 @@ every version is prepared and launched the same way, checked before any launch.
 from __future__ import annotations
 
 import functools
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -271,58 +272,60 @@ def launch(operands: Operands, Y) -> None:
         _launch_wgmma(o.version, o.X, o.W, o.bias, Y, N, H, Wd, R, S, o.padding, o.stride)
 
 
-def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> None:
-    """Version 3 or 4 on X [N·H·W, C8] and Wk [K, R·S·C8] fp16, bias [K] float32, into Y [N·H'·W', K]
-    float32 (any arrays of those sizes in that order: the 4-D NHWC forms are the same memory)."""
+def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> tuple:
+    """Versions 3-7 on X [N·H·W, C8] and Wk [K, R·S·C8] fp16, bias [K] float32, into Y [N·H'·W', K]
+    float32 (fp16 for v5-v7; any arrays of those sizes in that order: the 4-D NHWC forms are the
+    same memory). Returns the launch, (kernel, grid, block, shared bytes, arguments), which
+    ``conv2d_tc_nhwc16`` keeps to repeat."""
+    plan = _wgmma_plan(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride)
+    wgmma.launch(*plan[:4], *plan[4])
+    return plan
+
+
+def _wgmma_plan(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride, tile=None) -> tuple:
+    """What ``_launch_wgmma`` launches: (kernel, grid, block, shared bytes, arguments); ``tile``,
+    one of V7_TILES, overrides v7's choice (16.5's benchmark times each)."""
     C8, K = tuple(X.shape)[-1], Wk.shape[0]
     Ho, Wo = conv_output_size(H, R, padding, stride), conv_output_size(Wd, S, padding, stride)
     X, Wk, Y = X.reshape(N * H * Wd, C8), Wk.reshape(K, Wk.size // K), Y.reshape(N * Ho * Wo, K)
     if version == "v3":
         grid = (blocks(N * Ho * Wo, V3_BM), blocks(K, V3_BN))
-        wgmma.launch(tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, X, Wk, bias, Y, H, Wd, Ho, Wo, S,
-                     padding, stride)
-        return
+        return tc_conv_wgmma_kernel, grid, V3_THREADS, V3_SHARED, (X, Wk, bias, Y, H, Wd, Ho, Wo, S, padding, stride)
+    w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
+    half = np.dtype(Y.dtype) == np.float16
+    cols = blocks(K, V3_BN)  # (v5-v7: one block per SM, cols of them per patch of pixels, each through many patches)
+    if version == "v7":  # v6's boxes, its own patch shape; Y written straight from the registers, any dtype
+        height, width, patches_x, patches, box_bytes, stages, shared = _v7_plan(Ho, Wo, K, C8, R, S, tile)
+        grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
+        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height + R - 1, width, tma.BOX_K)).argument
+        kernel = V7_KERNELS[(height, width), "fp16" if half else "fp32"]
+        return kernel, grid, V7_THREADS, shared, (x_map, w_map, bias, Y, C8, Ho, Wo, R, S, padding, patches_x,
+                                                  patches, cols, box_bytes, stages)
+    if version == "v6":  # as v5, its boxes the patch and the R - 1 rows below it, its patch shape its own
+        height, width, patches_x, patches, box_bytes, stages, shared = _v6_plan(Ho, Wo, K, C8, R, S, half)
+        grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
+        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height + R - 1, width, tma.BOX_K)).argument
+        kernel, y_map = (tc_conv_halo16_kernel, _y_map(Y, N, Ho, Wo, height, width)) if half else \
+            (tc_conv_halo_kernel, x_map)  # (fp32 Y: the map is not read)
+        return kernel, grid, V3_THREADS, shared, (x_map, w_map, y_map, bias, Y, C8, Ho, Wo, R, S, padding, width,
+                                                  patches_x, patches, cols, box_bytes, stages)
     height, width = pixel_tile(Ho, Wo)
     patches_x = blocks(Wo, width)
     patches = blocks(Ho, height) * patches_x
-    w_map = tma.cached_map(Wk.reshape(K, R * S, C8), (V3_BN, 1, tma.BOX_K)).argument
-    if version == "v7":  # v6's boxes, its own patch shape; Y written straight from the registers, any dtype
-        height, width, patches_x, patches, box_bytes, stages, shared = _v7_plan(Ho, Wo, K, C8, R, S)
-        cols = blocks(K, V3_BN)
-        grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
-        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height + R - 1, width, tma.BOX_K)).argument
-        kernel = V7_KERNELS[(height, width), "fp16" if np.dtype(Y.dtype) == np.float16 else "fp32"]
-        wgmma.launch(kernel, grid, V7_THREADS, shared, x_map, w_map, bias, Y, C8, Ho, Wo, R, S, padding, patches_x,
-                     patches, cols, box_bytes, stages)
-        return
     x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height, width, tma.BOX_K)).argument
-    if version == "v6":  # as v5, its boxes the patch and the R - 1 rows below it, its patch shape its own
-        half = np.dtype(Y.dtype) == np.float16
-        height, width, patches_x, patches, box_bytes, stages, shared = _v6_plan(Ho, Wo, K, C8, R, S, half)
-        cols = blocks(K, V3_BN)
+    if version == "v5":
         grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
-        x_map = tma.cached_map(X.reshape(N, H, Wd, C8), (1, height + R - 1, width, tma.BOX_K)).argument
-        kernel, y_map = tc_conv_halo_kernel, x_map  # (fp32 Y: the map is not read)
-        if half:
-            kernel = tc_conv_halo16_kernel
-            y_map = tma.cached_map(Y.reshape(N, Ho, Wo, K), (1, height, width, tma.BOX_K)).argument
-        wgmma.launch(kernel, grid, V3_THREADS, shared, x_map, w_map, y_map, bias, Y, C8, Ho, Wo, R, S, padding, width,
-                     patches_x, patches, cols, box_bytes, stages)
-        return
-    if version == "v5":  # one block per SM (cols of them per patch of pixels), each through many patches
-        cols = blocks(K, V3_BN)
-        grid = min(N * patches, max(resident_blocks() // cols, 1)) * cols
-        half = np.dtype(Y.dtype) == np.float16
-        shared = v5_shared_bytes((K, C8, R, S), half)
-        kernel, y_map = tc_conv_persistent_kernel, x_map  # (fp32 Y: the map is not read)
-        if half:
-            kernel = tc_conv_persistent16_kernel
-            y_map = tma.cached_map(Y.reshape(N, Ho, Wo, K), (1, height, width, tma.BOX_K)).argument
-        wgmma.launch(kernel, grid, V3_THREADS, shared, x_map, w_map, y_map, bias, Y, C8, Ho, Wo, S, R * S,
-                     padding, width, patches_x, patches, cols)
-        return
-    wgmma.launch(tc_conv_tma_kernel, (N * patches, blocks(K, V3_BN)), V3_THREADS, V4_SHARED, x_map, w_map, bias,
-                 Y, C8, Ho, Wo, S, R * S, padding, width, patches_x, patches)
+        kernel, y_map = (tc_conv_persistent16_kernel, _y_map(Y, N, Ho, Wo, height, width)) if half else \
+            (tc_conv_persistent_kernel, x_map)
+        return kernel, grid, V3_THREADS, v5_shared_bytes((K, C8, R, S), half), (
+            x_map, w_map, y_map, bias, Y, C8, Ho, Wo, S, R * S, padding, width, patches_x, patches, cols)
+    return tc_conv_tma_kernel, (N * patches, cols), V3_THREADS, V4_SHARED, (
+        x_map, w_map, bias, Y, C8, Ho, Wo, S, R * S, padding, width, patches_x, patches)
+
+
+def _y_map(Y, N, Ho, Wo, height, width):
+    """A 16-bit Y's tensor map for v5 and v6's TMA stores: boxes of one patch of 64 filters."""
+    return tma.cached_map(Y.reshape(N, Ho, Wo, Y.shape[1]), (1, height, width, tma.BOX_K)).argument
 
 
 def v5_shared_bytes(W_shape, fp16_out: bool = False) -> int:
@@ -368,10 +371,10 @@ def v6_stages(W_shape, box_pixels: int, fp16_out: bool = False) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _v7_plan(Ho: int, Wo: int, K: int, C8: int, R: int, S: int) -> tuple:
+def _v7_plan(Ho: int, Wo: int, K: int, C8: int, R: int, S: int, tile=None) -> tuple:
     """conv v7's launch for one layer, worked out once: (patch height, width, patches across,
-    patches per image, box bytes, ring stages, shared bytes)."""
-    height, width = v7_tile(Ho, Wo, R)
+    patches per image, box bytes, ring stages, shared bytes), in v7_tile's patches or ``tile``'s."""
+    height, width = tile or v7_tile(Ho, Wo, R)
     patches_x = blocks(Wo, width)
     pixels = (height + R - 1) * width
     stages = v7_stages((K, C8, R, S), pixels)
@@ -439,7 +442,16 @@ def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=No
     (given ``out``) on the way, so the call costs its kernel and its launch. ``version`` "v3"
     (cp.async gathers), "v4" (TMA boxes, stride 1), "v5" (v4 persistent), "v6" (v5 with a box
     per filter column) or "v7" (v6 with the operands swapped and roles); b a float32 [K] (None: zeros). Every
-    precondition is a ValueError before the launch."""
+    precondition is a ValueError before the launch.
+
+    A call on the very arrays of an earlier call (the same objects, as a layer's buffers are at
+    every step) repeats that call's checked launch: the checks, the patch plan, the tensor maps
+    and the reshaped views cost more Python than a fast kernel's whole time on a GPU."""
+    key = _call_key(X, Wk, b, out, padding, stride, version)
+    plan = _CALLS.get(key) if key is not None else None
+    if plan is not None and all(ref() is a for ref, a in zip(plan[0], (X, Wk, b, out))):
+        wgmma.launch(*plan[1][:4], *plan[1][4])
+        return out
     if version not in NHWC16_VERSIONS:
         raise ValueError(f"version must be one of {NHWC16_VERSIONS}, not {version!r}")
     _require_device16(X, "X", "[N, H, W, C]")
@@ -464,8 +476,46 @@ def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=No
     reason = supports((K, C, R, S), stride, version=version)
     if reason:
         raise ValueError(reason)
-    _launch_wgmma(version, X, Wk, _bias_vector(b, K), Y, N, H, Wd, R, S, padding, stride)
+    launched = _launch_wgmma(version, X, Wk, _bias_vector(b, K), Y, N, H, Wd, R, S, padding, stride)
+    if key is not None:
+        _remember_call(key, (X, Wk, b, out), launched)
     return Y
+
+
+_CALLS: dict = {}  # conv2d_tc_nhwc16's checked launches: key -> (weak references to its arrays, the launch)
+MAX_CALLS = 64
+
+
+def _call_key(X, Wk, b, out, padding, stride, version):
+    """What makes two calls the same: the very arrays (id, shape, dtype: a CuPy array's shape can
+    be set in place) and the other arguments; None where a call cannot be repeated (no ``out``:
+    each call makes its own; a host ``b``, copied over at each call)."""
+    if out is None or not (b is None or is_device_array(b)):
+        return None
+    try:
+        return (version, padding, stride) + tuple(
+            (id(a), tuple(a.shape), a.dtype) if a is not None else None for a in (X, Wk, b, out))
+    except (AttributeError, TypeError):  # not arrays: the checks say what is wrong
+        return None
+
+
+def _remember_call(key, arrays, launched) -> None:
+    """Keep ``launched`` for ``key`` while all its arrays live (weak references: the plan's views
+    and maps would otherwise keep freed arrays' memory), at most MAX_CALLS of them."""
+    try:
+        refs = tuple(weakref.ref(a) if a is not None else _none for a in arrays)
+    except TypeError:  # an array type without weak references: not remembered
+        return
+    if len(_CALLS) >= MAX_CALLS:
+        _CALLS.pop(next(iter(_CALLS)))  # the oldest
+    _CALLS[key] = (refs, launched)
+    for a in arrays:
+        if a is not None:
+            weakref.finalize(a, _CALLS.pop, key, None)
+
+
+def _none():
+    return None
 
 
 def fp16_copy(a):
