@@ -1084,6 +1084,8 @@ INTERNAL = {
     "gpulib.check.Validation": "a record validate returns",
     "gpulib.conv.autotune.Result": "a record the auto-tuner returns",
     "gpulib.conv.tensorcore.Operands": "what prepare returns (launch checks it: swept)",
+    "gpulib.conv.tensorcore.launch_plan": "the launch of versions 3-7 worked out from operands conv2d_tc_nhwc16 and "
+                                          "launch have checked (16.5's benchmark times v7's patch shapes through it)",
     "gpulib.data.Split": "a record of arrays; train and check_split refuse a bad one (swept)",
     "gpulib.mlp.train.History": "a record train returns",
     "gpulib.playbook.memory.Estimate": "a record estimate returns",

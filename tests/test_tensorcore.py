@@ -431,8 +431,8 @@ def test_a_call_on_the_same_arrays_repeats_its_checked_launch_and_reads_their_ne
     Xn, Wk, bd = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W), gpulib.env.cuda.to_device(b)
     Y = gpulib.poisoned((1, 5, 10, 12))
     tc_conv.conv2d_tc_nhwc16(Xn, Wk, bd, 1, 1, out=Y, version="v7")
-    planned, original = [], tc_conv._wgmma_plan
-    monkeypatch.setattr(tc_conv, "_wgmma_plan", lambda *a: planned.append(a[0]) or original(*a))
+    planned, original = [], tc_conv.launch_plan
+    monkeypatch.setattr(tc_conv, "launch_plan", lambda *a: planned.append(a[0]) or original(*a))
     X2 = rng.standard_normal(X.shape).astype(np.float32)
     tc_conv.image_nhwc16(X2, out=Xn)  # new values in the same array
     Y2 = tc_conv.conv2d_tc_nhwc16(Xn, Wk, bd, 1, 1, out=Y, version="v7")

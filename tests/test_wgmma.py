@@ -330,6 +330,16 @@ def test_v5_uses_warpgroup_mma_and_async_copies():
                             (tc_conv.tc_conv_halo_kernel, False), (tc_conv.tc_conv_halo16_kernel, True)):
         sass = "\n".join(kernel.inspect_sass().values())
         assert "HGMMA" in sass and "UTMALDG" in sass and ("UTMASTG" in sass) == sixteen, kernel
+    # conv v7 in each patch shape, fp32 and fp16 Y: filters as A, results straight from the registers
+    Xn, Wk = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W)
+    want = tc_conv.reference(X, W, None, 1, 1).transpose(0, 2, 3, 1)
+    for (tile, out), kernel in tc_conv.V7_KERNELS.items():
+        Y = gpulib.poisoned((1, 6, 6, 16), np.float16 if out == "fp16" else np.float32)
+        plan = tc_conv.launch_plan("v7", Xn, Wk, cuda.to_device(np.zeros(16, np.float32)), Y, 1, 6, 6, 3, 3, 1, 1, tile=tile)
+        wgmma.launch(*plan[:4], *plan[4])
+        gpulib.validate(Y, want, rtol=3e-3 if out == "fp16" else None, name=f"conv v7 {tile}, {out} Y")
+        sass = "\n".join(kernel.inspect_sass().values())
+        assert "HGMMA" in sass and "UTMALDG" in sass and "USETMAXREG" in sass and "UTMASTG" not in sass, (tile, out)
 
 
 @pytest.mark.parametrize("padding, stride", [(1, 1), (2, 2)])

@@ -397,7 +397,7 @@ def measure_v7_tiles(X, W, b, L: dict, want, scale, repeat: int = 20) -> list[di
         row = dict(tile=f"{tile[0]}x{tile[1]}", chosen=tile == tc_conv.v7_tile(want.shape[2], want.shape[3], R))
         for dtype, key in ((np.float16, "fp16_ms"), (np.float32, "fp32_ms")):
             Y = poisoned((want.shape[0], want.shape[2], want.shape[3], want.shape[1]), dtype)
-            plan = tc_conv._wgmma_plan("v7", Xn, Wk, b_dev, Y, N, H, Wd, R, S, L["padding"], L["stride"], tile=tile)
+            plan = tc_conv.launch_plan("v7", Xn, Wk, b_dev, Y, N, H, Wd, R, S, L["padding"], L["stride"], tile=tile)
 
             def call(plan=plan):
                 wgmma.launch(*plan[:4], *plan[4])

@@ -277,12 +277,12 @@ def _launch_wgmma(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride) -> t
     float32 (fp16 for v5-v7; any arrays of those sizes in that order: the 4-D NHWC forms are the
     same memory). Returns the launch, (kernel, grid, block, shared bytes, arguments), which
     ``conv2d_tc_nhwc16`` keeps to repeat."""
-    plan = _wgmma_plan(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride)
+    plan = launch_plan(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride)
     wgmma.launch(*plan[:4], *plan[4])
     return plan
 
 
-def _wgmma_plan(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride, tile=None) -> tuple:
+def launch_plan(version, X, Wk, bias, Y, N, H, Wd, R, S, padding, stride, tile=None) -> tuple:
     """What ``_launch_wgmma`` launches: (kernel, grid, block, shared bytes, arguments); ``tile``,
     one of V7_TILES, overrides v7's choice (16.5's benchmark times each)."""
     C8, K = tuple(X.shape)[-1], Wk.shape[0]
