@@ -33,6 +33,7 @@ SECTIONS = ("SpeedOfLight", "Occupancy", "ComputeWorkloadAnalysis", "WarpStateSt
 GEMM_SIZE = 4096
 GEMM_CONFIG = "128x256, 4 stages"
 TARGETS = ("v6", "v7", "conv v3", "conv v4")
+MORE_TARGETS = ("conv v6", "conv v7", "conv v7 8x8")  # the Hopper convolutions with fp16 Y, profiled on request
 
 
 def ncu_path() -> str:
@@ -52,6 +53,7 @@ def _launcher(target: str):
     from gpulib.conv import tensorcore as tc_conv
     from gpulib.env import cuda
     from gpulib.gemm import tensorcore as tc_gemm
+    from gpulib.tensorcore import wgmma
 
     if target in ("v6", "v7"):
         rng = np.random.default_rng(16)
@@ -64,7 +66,18 @@ def _launcher(target: str):
         operands = tc_conv.prepare(X, W, b, LAYER["padding"], LAYER["stride"], version=target.split()[1])
         Y = poisoned(operands.out_shape)
         return lambda: tc_conv.launch(operands, Y)
-    raise ValueError(f"target must be one of {TARGETS}, not {target!r}")
+    if target in ("conv v6", "conv v7", "conv v7 8x8"):  # NHWC fp16 in and out, as a channels-last model calls them
+        X, W, b = layer_inputs(LAYER)
+        Xn, Wk = tc_conv.image_nhwc16(X), tc_conv.filters_krsc16(W)
+        bias = cuda.to_device(b)
+        N, H, Wd, _ = Xn.shape
+        K, R, S, _ = Wk.shape
+        Y = poisoned((N, H + 2 * LAYER["padding"] - R + 1, Wd + 2 * LAYER["padding"] - S + 1, K), np.float16)
+        version, *tile = target.split()[1:]
+        plan = tc_conv.launch_plan(version, Xn, Wk, bias, Y, N, H, Wd, R, S, LAYER["padding"], LAYER["stride"],
+                                   tile=(8, 8) if tile else None)
+        return lambda: wgmma.launch(*plan[:4], *plan[4])
+    raise ValueError(f"target must be one of {TARGETS + MORE_TARGETS}, not {target!r}")
 
 
 def launch_target(target: str) -> None:
