@@ -631,6 +631,17 @@ def v7_tile(Ho: int, Wo: int, R: int) -> tuple[int, int]:
 
 
 @cuda.jit(device=True)
+def next_position(s, phase, steps, stages):
+    """The ring position (buffer, parity) ``steps`` boxes after (s, phase): a count, no division
+    in the loop that feeds the tensor cores."""
+    s += steps
+    while s >= stages:
+        s -= stages
+        phase ^= 1
+    return s, phase
+
+
+@cuda.jit(device=True)
 def _v7_origin(q, patches, patches_x, height, width):
     """(n, y0, x0) of patch q of all N·patches (``patches`` per image, ``patches_x`` across)."""
     patch = q % patches
@@ -743,26 +754,34 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
             q0 = 2 * (lane % 4)  # and its pixels: 8j + q0 and 8j + q0 + 1
             acc = cuda.local.array(acc_size, float32)
             tma.wait(loaded, 0, 0)
+            tap_bytes = S * chunks * V5_FILTER_BOX_BYTES  # the filter box of the tap one row further down
+            s, phase = next_position(0, 0, (role - 1) * boxes, stages)  # its first patch's first box
             for i in range(role - 1, mine, 2):
                 n, y0, x0 = _v7_origin(first + i * stride_tiles, patches, patches_x, height, width)
                 start(acc, bias, k0)
                 done = -1  # the buffer whose multiplies may still run
-                for j in range(boxes):
-                    f = i * boxes + j
-                    s = f % stages
-                    dx, chunk = j // chunks, j % chunks
-                    tma.wait(full, s, (f // stages) % 2)
-                    wgmma.fence()
-                    for dy in range(R):  # tap (dy, dx): the box's pixels from row dy on
-                        multiply(acc, smem, filters + ((dy * S + dx) * chunks + chunk) * V5_FILTER_BOX_BYTES,
-                                 ring + s * box_bytes + dy * width * 128, 1)
-                    wgmma.commit()
-                    wgmma.wait_one()  # the box before is done with: its buffer goes back
-                    if done >= 0:
-                        tma.arrive(empty, done)
-                    done = s
+                column = filters  # the filter box of tap (0, dx), channel chunk: counted, not multiplied out
+                for dx in range(S):
+                    for chunk in range(chunks):
+                        tma.wait(full, s, phase)
+                        wgmma.fence()
+                        a, b = column, ring + s * box_bytes
+                        for dy in range(R):  # tap (dy, dx): the box's pixels from row dy on
+                            multiply(acc, smem, a, b, 1)
+                            a += tap_bytes
+                            b += width * 128
+                        wgmma.commit()
+                        wgmma.wait_one()  # the box before is done with: its buffer goes back
+                        if done >= 0:
+                            tma.arrive(empty, done)
+                        done = s
+                        column += V5_FILTER_BOX_BYTES
+                        s += 1
+                        if s == stages:
+                            s, phase = 0, phase ^ 1
                 wgmma.wait_all()
                 tma.arrive(empty, done)
+                s, phase = next_position(s, phase, boxes, stages)  # past the other warpgroup's patch
                 write(Y, acc, n, y0, x0, Ho, Wo, k0, q0)
 
     return tc_conv_v7_kernel
