@@ -52,11 +52,11 @@ KERNELS = {
     "conv-v5-16bit": (tc_kernels.tc_conv_persistent16_kernel, (u64, u64, u64, f32_1, f16_2) + (i64,) * 10, None),
     "conv-v6": (tc_kernels.tc_conv_halo_kernel, (u64, u64, u64, f32_1, f32_2) + (i64,) * 12, None),
     "conv-v6-16bit": (tc_kernels.tc_conv_halo16_kernel, (u64, u64, u64, f32_1, f16_2) + (i64,) * 12, None),
-    "conv-v7": (tc_kernels.V7_KERNELS[(14, 8), "fp32"], (u64, u64, f32_1, f32_2) + (i64,) * 11,
+    "conv-v7": (tc_kernels.V7_KERNELS[(8, 8), "fp32"], (u64, u64, f32_1, f32_2) + (i64,) * 11,
                 tc_kernels.V7_REGISTERS[0]),
-    "conv-v7-16bit": (tc_kernels.V7_KERNELS[(14, 8), "fp16"], (u64, u64, f32_1, f16_2) + (i64,) * 11,
+    "conv-v7-16bit": (tc_kernels.V7_KERNELS[(8, 8), "fp16"], (u64, u64, f32_1, f16_2) + (i64,) * 11,
                       tc_kernels.V7_REGISTERS[0]),
-    "conv-v7-128": (tc_kernels.V7_KERNELS[(16, 8), "fp32"], (u64, u64, f32_1, f32_2) + (i64,) * 11,
+    "conv-v7-112": (tc_kernels.V7_KERNELS[(14, 8), "fp32"], (u64, u64, f32_1, f32_2) + (i64,) * 11,
                     tc_kernels.V7_REGISTERS[0]),
 }
 
