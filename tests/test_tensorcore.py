@@ -447,3 +447,8 @@ def test_a_call_on_the_same_arrays_repeats_its_checked_launch_and_reads_their_ne
     del other
     gc.collect()
     assert len(tc_conv._CALLS) == remembered - 1
+    monkeypatch.setattr(tc_conv, "MAX_CALLS", 1)  # one kept: Y's launch gives way, its callbacks detached
+    callbacks = [f for entry in tc_conv._CALLS.values() if entry[0][3]() is Y for f in entry[2]]
+    third = gpulib.poisoned((1, 5, 10, 12))
+    tc_conv.conv2d_tc_nhwc16(Xn, Wk, bd, 1, 1, out=third, version="v7")
+    assert len(tc_conv._CALLS) == 1 and callbacks and not any(f.alive for f in callbacks)

@@ -482,7 +482,7 @@ def conv2d_tc_nhwc16(X, Wk, b=None, padding: int = 0, stride: int = 1, *, out=No
     return Y
 
 
-_CALLS: dict = {}  # conv2d_tc_nhwc16's checked launches: key -> (weak references to its arrays, the launch)
+_CALLS: dict = {}  # conv2d_tc_nhwc16's checked launches: key -> (weak references to its arrays, the launch, finalizers)
 MAX_CALLS = 64
 
 
@@ -506,12 +506,20 @@ def _remember_call(key, arrays, launched) -> None:
         refs = tuple(weakref.ref(a) if a is not None else _none for a in arrays)
     except TypeError:  # an array type without weak references: not remembered
         return
-    if len(_CALLS) >= MAX_CALLS:
-        _CALLS.pop(next(iter(_CALLS)))  # the oldest
-    _CALLS[key] = (refs, launched)
-    for a in arrays:
-        if a is not None:
-            weakref.finalize(a, _CALLS.pop, key, None)
+    _forget(key)
+    while _CALLS and len(_CALLS) >= MAX_CALLS:
+        _forget(next(iter(_CALLS)))  # the oldest
+    finalizers = tuple(weakref.finalize(a, _CALLS.pop, key, None) for a in arrays if a is not None)
+    _CALLS[key] = (refs, launched, finalizers)
+
+
+def _forget(key) -> None:
+    """Drop ``key``'s launch and the callbacks that would have dropped it (none pile up on a
+    long-lived array whose launch is evicted and remembered again)."""
+    entry = _CALLS.pop(key, None)
+    if entry is not None:
+        for finalizer in entry[2]:
+            finalizer.detach()
 
 
 def _none():
