@@ -53,6 +53,7 @@ def _launcher(target: str):
     from gpulib.conv import tensorcore as tc_conv
     from gpulib.env import cuda
     from gpulib.gemm import tensorcore as tc_gemm
+    from gpulib.shapes import conv_output_size
     from gpulib.tensorcore import wgmma
 
     if target in ("v6", "v7"):
@@ -72,7 +73,8 @@ def _launcher(target: str):
         bias = cuda.to_device(b)
         N, H, Wd, _ = Xn.shape
         K, R, S, _ = Wk.shape
-        Y = poisoned((N, H + 2 * LAYER["padding"] - R + 1, Wd + 2 * LAYER["padding"] - S + 1, K), np.float16)
+        Ho, Wo = (conv_output_size(n, r, LAYER["padding"], LAYER["stride"]) for n, r in ((H, R), (Wd, S)))
+        Y = poisoned((N, Ho, Wo, K), np.float16)
         version, *tile = target.split()[1:]
         plan = tc_conv.launch_plan(version, Xn, Wk, bias, Y, N, H, Wd, R, S, LAYER["padding"], LAYER["stride"],
                                    tile=(8, 8) if tile else None)

@@ -355,10 +355,16 @@ V5_RING_BYTES = V5_STAGES * V3_A_BYTES
 
 
 @cuda.jit(device=True)
-def _patch_origin(q, patches, patches_x, width):
-    """(n, y0, x0) of patch q of all N·patches (``patches`` per image, ``patches_x`` across)."""
+def _tile_origin(q, patches, patches_x, height, width):
+    """(n, y0, x0) of height x width patch q of all N·patches (``patches`` per image, ``patches_x`` across)."""
     patch = q % patches
-    return q // patches, (patch // patches_x) * (128 // width), (patch % patches_x) * width
+    return q // patches, (patch // patches_x) * height, (patch % patches_x) * width
+
+
+@cuda.jit(device=True)
+def _patch_origin(q, patches, patches_x, width):
+    """(n, y0, x0) of 128-pixel patch q of all N·patches (``patches`` per image, ``patches_x`` across)."""
+    return _tile_origin(q, patches, patches_x, 128 // width, width)
 
 
 @cuda.jit(device=True)
@@ -642,13 +648,6 @@ def next_position(s, phase, steps, stages):
     return s, phase
 
 
-@cuda.jit(device=True)
-def _v7_origin(q, patches, patches_x, height, width):
-    """(n, y0, x0) of patch q of all N·patches (``patches`` per image, ``patches_x`` across)."""
-    patch = q % patches
-    return q // patches, (patch // patches_x) * height, (patch % patches_x) * width
-
-
 def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
     """conv v7's kernel for patches of height x width pixels (Y in fp32 or fp16). v6's halo boxes
     with the operands the other way round: the 64 filters are wgmma's A (M = 64) and the patch's
@@ -736,7 +735,7 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
                 s, phase = 0, 0
                 f = 0
                 for i in range(mine):
-                    n, y0, x0 = _v7_origin(first + i * stride_tiles, patches, patches_x, height, width)
+                    n, y0, x0 = _tile_origin(first + i * stride_tiles, patches, patches_x, height, width)
                     for dx in range(S):
                         for chunk in range(chunks):
                             if f >= stages:  # the box that buffer held, f - stages, has been multiplied
@@ -758,7 +757,7 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
             tap_bytes = S * chunks * V5_FILTER_BOX_BYTES  # the filter box of the tap one row further down
             s, phase = next_position(0, 0, (role - 1) * boxes, stages)  # its first patch's first box
             for i in range(role - 1, mine, 2):
-                n, y0, x0 = _v7_origin(first + i * stride_tiles, patches, patches_x, height, width)
+                n, y0, x0 = _tile_origin(first + i * stride_tiles, patches, patches_x, height, width)
                 start(acc, bias, k0)
                 done = -1  # the buffer whose multiplies may still run
                 column = filters  # the filter box of tap (0, dx), channel chunk: counted, not multiplied out

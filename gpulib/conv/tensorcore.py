@@ -343,12 +343,18 @@ def _v6_plan(Ho: int, Wo: int, K: int, C8: int, R: int, S: int, half: bool) -> t
     """conv v6's launch for one layer, worked out once: (patch height, width, patches across,
     patches per image, box bytes, ring stages, shared bytes). Worked out at every call, its
     Python (the tile search, the checked sizes) cost more than the kernel's own time on a GPU."""
-    height, width = halo_tile(Ho, Wo, R)
+    return _halo_plan(halo_tile(Ho, Wo, R), Ho, Wo, (K, C8, R, S), half, V6_MAX_STAGES, "v6")
+
+
+def _halo_plan(tile: tuple, Ho: int, Wo: int, W_shape: tuple, half: bool, most: int, version: str) -> tuple:
+    """v6's and v7's launch in patches of ``tile``: (patch height, width, patches across, patches
+    per image, box bytes, ring stages, shared bytes) for boxes of the patch and R - 1 rows."""
+    height, width = tile
     patches_x = blocks(Wo, width)
-    pixels = (height + R - 1) * width
-    stages = v6_stages((K, C8, R, S), pixels, half)
+    pixels = (height + W_shape[2] - 1) * width
+    stages = _ring_stages(W_shape, pixels, half, most, version)
     return (height, width, patches_x, blocks(Ho, height) * patches_x, pixels * 2 * tma.BOX_K, stages,
-            v6_shared_bytes((K, C8, R, S), stages, pixels, half))
+            v6_shared_bytes(W_shape, stages, pixels, half))
 
 
 def v6_shared_bytes(W_shape, stages: int, box_pixels: int, fp16_out: bool = False) -> int:
@@ -363,10 +369,15 @@ def v6_shared_bytes(W_shape, stages: int, box_pixels: int, fp16_out: bool = Fals
 
 def v6_stages(W_shape, box_pixels: int, fp16_out: bool = False) -> int:
     """How many halo boxes conv v6's ring holds: as many as fit beside its filters, at most V6_MAX_STAGES."""
-    fit = [s for s in range(2, V6_MAX_STAGES + 1) if v6_shared_bytes(W_shape, s, box_pixels, fp16_out) <= MAX_SHARED]
+    return _ring_stages(W_shape, box_pixels, fp16_out, V6_MAX_STAGES, "v6")
+
+
+def _ring_stages(W_shape, box_pixels: int, fp16_out: bool, most: int, version: str) -> int:
+    """The most halo boxes (2 .. ``most``) that fit in shared memory beside the filters."""
+    fit = [s for s in range(2, most + 1) if v6_shared_bytes(W_shape, s, box_pixels, fp16_out) <= MAX_SHARED]
     if not fit:
-        raise ValueError(f"box_pixels={box_pixels}: conv v6 needs two such boxes beside the filters {tuple(W_shape)} "
-                         f"in {MAX_SHARED} bytes of shared memory")
+        raise ValueError(f"box_pixels={box_pixels}: conv {version} needs two such boxes beside the filters "
+                         f"{tuple(W_shape)} in {MAX_SHARED} bytes of shared memory")
     return fit[-1]
 
 
@@ -374,30 +385,19 @@ def v6_stages(W_shape, box_pixels: int, fp16_out: bool = False) -> int:
 def _v7_plan(Ho: int, Wo: int, K: int, C8: int, R: int, S: int, tile=None) -> tuple:
     """conv v7's launch for one layer, worked out once: (patch height, width, patches across,
     patches per image, box bytes, ring stages, shared bytes), in v7_tile's patches or ``tile``'s."""
-    height, width = tile or v7_tile(Ho, Wo, R)
-    patches_x = blocks(Wo, width)
-    pixels = (height + R - 1) * width
-    stages = v7_stages((K, C8, R, S), pixels)
-    return (height, width, patches_x, blocks(Ho, height) * patches_x, pixels * 2 * tma.BOX_K, stages,
-            v7_shared_bytes((K, C8, R, S), stages, pixels))
+    return _halo_plan(tile or v7_tile(Ho, Wo, R), Ho, Wo, (K, C8, R, S), False, V7_MAX_STAGES, "v7")
 
 
 def v7_shared_bytes(W_shape, stages: int, box_pixels: int) -> int:
     """conv v7's dynamic shared memory: ``stages`` halo boxes of ``box_pixels`` pixels (64 channels
-    each), the filter boxes it keeps, alignment (its results leave from registers)."""
-    K, C, R, S = require_shape(W_shape, "W_shape", "[K, C, R, S]")
-    stages, box_pixels = require_int(stages, "stages", 1), require_int(box_pixels, "box_pixels", 1)
-    filters = R * S * blocks(blocks(C, 8) * 8, V3_BK) * V5_FILTER_BOX_BYTES
-    return stages * box_pixels * 2 * V3_BK + filters + wgmma.ATOM_BYTES
+    each), the filter boxes it keeps, alignment: v6's without a staged box (its results leave
+    from registers)."""
+    return v6_shared_bytes(W_shape, stages, box_pixels, False)
 
 
 def v7_stages(W_shape, box_pixels: int) -> int:
     """How many halo boxes conv v7's ring holds: as many as fit beside its filters, at most V7_MAX_STAGES."""
-    fit = [s for s in range(2, V7_MAX_STAGES + 1) if v7_shared_bytes(W_shape, s, box_pixels) <= MAX_SHARED]
-    if not fit:
-        raise ValueError(f"box_pixels={box_pixels}: conv v7 needs two such boxes beside the filters {tuple(W_shape)} "
-                         f"in {MAX_SHARED} bytes of shared memory")
-    return fit[-1]
+    return _ring_stages(W_shape, box_pixels, False, V7_MAX_STAGES, "v7")
 
 
 NHWC16_VERSIONS = ("v3", "v4", "v5", "v6", "v7")  # the versions that read NHWC fp16 as it is
