@@ -35,7 +35,8 @@ def make_course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "assignments" / "nbgrader_config.py", course)
     shutil.copytree(SOURCE, course / "source")
-    env = dict(os.environ, GPULIB_BACKEND="sim", GPULIB_GRADING_TIMEOUT="3", NBGRADER_CELL_TIMEOUT="10",
+    env = dict(os.environ, GPULIB_BACKEND="sim", GPULIB_GRADING_TIMEOUT="3", GPULIB_CLEANROOM_MARGIN_S="3",
+               NBGRADER_CELL_TIMEOUT="4",  # the feedback run's limit: its outputs never give the scores
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # nbgrader runs alembic
     run_nbgrader(course, "generate_assignment", "*", "--force", env=env)  # every assignment, one process
     return course, env

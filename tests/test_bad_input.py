@@ -325,7 +325,7 @@ def test_mnist_of_mismatched_or_empty_parts_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("variable, integer", [("GPULIB_GRADING_TIMEOUT", False), ("GPULIB_CLEANROOM_MEMORY", True),
-                                               ("GPULIB_CLEANROOM_CPU_S", True)])
+                                               ("GPULIB_CLEANROOM_CPU_S", True), ("GPULIB_CLEANROOM_MARGIN_S", False)])
 def test_numeric_settings_are_checked_by_name(variable, integer, monkeypatch):
     from gpulib.env import number_setting
 

@@ -34,6 +34,9 @@ from gpulib.grading.core import Mistake
 
 MEMORY_LIMIT = number_setting("GPULIB_CLEANROOM_MEMORY", 8 << 30, integer=True)  # bytes, on the simulator
 CPU_LIMIT = number_setting("GPULIB_CLEANROOM_CPU_S", 1800, integer=True)
+# how long past the checks' own limit (core.TIMEOUT_S, which the worker applies to a simulated
+# kernel itself) the judge waits for an answer before it stops the worker: Python that never returns
+MARGIN_S = number_setting("GPULIB_CLEANROOM_MARGIN_S", 10.0)
 
 
 @dataclass
@@ -99,7 +102,7 @@ class Session:
             self.start()
         # the worker stops a simulated kernel after TIMEOUT_S itself; Python that never returns (or a
         # kernel hung on a GPU) is stopped here, with the whole worker, which the next request restarts
-        answer = self._request({"op": op, **fields}, timeout or core.TIMEOUT_S + 10)
+        answer = self._request({"op": op, **fields}, timeout or core.TIMEOUT_S + MARGIN_S)
         if "grader_error" in answer:
             raise RuntimeError(f"the grading machine cannot grade this: {answer['grader_error']}")
         if "error" in answer:
