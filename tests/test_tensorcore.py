@@ -381,20 +381,21 @@ def test_the_halo_conv_writes_fp16_nhwc_through_tma_stores(rng):
 def test_the_pingpong_conv_multiplies_filters_by_pixels_round_its_ring(rng):
     """conv v7 on the simulator's two resident blocks: K = 70 makes two columns of filters (one
     block each), C = 72 two channel chunks (a 3x2 filter keeps 12 boxes of filters), two images
-    of 5 x 12 outputs in 8 x 8 patches (three rows of each outside, and four columns of the
-    second): two patches for each multiplying warpgroup, 16 boxes through a ring of 13, so the
+    of 8 x 12 outputs in 8 x 8 patches (the first inside the image, written without bounds
+    tests by the threads whose filters all exist; four columns of the second outside): two
+    patches for each multiplying warpgroup, 16 boxes through a ring of 13, so the
     parities wrap and each warpgroup skips the other's boxes. The filters are
     wgmma's A here and the pixels its B: a transposed accumulator written straight to Y,
     poisoned, so a pixel or filter left unwritten fails."""
     from gpulib import reference as ref
     from gpulib.conv import tensorcore as tc_conv
 
-    X = rng.standard_normal((2, 72, 5, 11)).astype(np.float32)
+    X = rng.standard_normal((2, 72, 8, 11)).astype(np.float32)
     W = rng.standard_normal((70, 72, 3, 2)).astype(np.float32)
     b = rng.standard_normal(70).astype(np.float32)
-    assert tc_conv.v7_tile(5, 12, 3) == (8, 8) and tc_conv.v7_stages((70, 72, 3, 2), 10 * 8) == 13
+    assert tc_conv.v7_tile(8, 12, 3) == (8, 8) and tc_conv.v7_stages((70, 72, 3, 2), 10 * 8) == 13
     assert tc_conv.v7_tile(56, 56, 3) == (8, 8)  # the 16.3 layer: 49 patches an image, none outside it
-    Y = tc_conv.conv2d_tc(X, W, b, 1, 1, out=gpulib.poisoned((2, 70, 5, 12)), version="v7")
+    Y = tc_conv.conv2d_tc(X, W, b, 1, 1, out=gpulib.poisoned((2, 70, 8, 12)), version="v7")
     gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1), scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v7")
     assert tc_conv.supports((64, 128, 3, 3), 1, version="v7").startswith("conv v7 keeps a block's filters")
     assert "stride 1" in tc_conv.supports((64, 16, 3, 3), 2, version="v7")

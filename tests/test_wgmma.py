@@ -28,6 +28,15 @@ def test_the_device_descriptor_has_the_models_bits():
         assert int(_python(wgmma.encode)(start, sbo)) == smem_layout.descriptor(start, 16, sbo, "128B")
 
 
+def test_a_tiles_slices_have_the_descriptors_encode_gives_them():
+    """multiply_tile builds a descriptor's low word once and adds 2 per 16-deep slice: the same
+    64 bits as encoding each slice's address, anywhere in a 228 KiB shared window."""
+    low, slice_of = _python(wgmma.descriptor_low), _python(wgmma.slice_descriptor)
+    for start in range(0, 228 * 1024 - 1024, 1024 + 96):
+        for kk in range(4):
+            assert int(slice_of(low(start), kk)) == smem_layout.descriptor(start + 32 * kk, 16, wgmma.ATOM_BYTES, "128B")
+
+
 @cuda.jit(device=True)
 def _fill_tiles(smem, A, Bt, t):
     for e in range(t, 64 * 8, 128):  # A: 64 rows of 8 chunks, at byte 0

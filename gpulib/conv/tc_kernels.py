@@ -4,7 +4,7 @@ does, its operands and its launcher are in gpulib/conv/tensorcore.py."""
 
 from __future__ import annotations
 
-from numba import cuda, float32, types
+from numba import cuda, float32, types, uint32
 
 from gpulib.arrays import blocks, integer_arguments
 from gpulib.env import sized
@@ -680,7 +680,18 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
     @cuda.jit(device=True)
     def write(Y, acc, n, y0, x0, Ho, Wo, k0, q0):
         """This thread's results: filters k0 and k0 + 8 at patch pixels 8j + q0 and 8j + q0 + 1
-        (pixel p at (y0 + p // width, x0 + p % width) of image n), skipping what lies outside."""
+        (pixel p at (y0 + p // width, x0 + p % width) of image n), skipping what lies outside.
+        A patch wholly inside the image and the filters (all of them on the 16.3 layer) is
+        written without a test: pixel 8j + q0 + e lies at row 8j // width, column 8j % width +
+        q0 + e of the patch (width is a multiple of 8), offsets the compiler works out."""
+        if y0 + height <= Ho and x0 + width <= Wo and k0 + 8 < Y.shape[1]:
+            corner = (n * Ho + y0) * Wo + x0 + q0
+            for j in range(groups):
+                row = corner + (8 * j // width) * Wo + 8 * j % width
+                for e in range(2):
+                    for i in range(2):
+                        Y[uint32(row + e), uint32(k0 + 8 * i)] = rounded(acc[4 * j + 2 * i + e])  # unsigned: no wrap
+            return
         for j in range(groups):
             for e in range(2):
                 p = 8 * j + q0 + e
