@@ -668,14 +668,13 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
     groups, acc_size = pixels // 8, pixels // 2
 
     @cuda.jit(device=True)
-    def start(acc, bias, k0):
-        """The accumulators = the bias of this thread's two filters, k0 and k0 + 8."""
-        for i in range(2):
-            k = k0 + 8 * i
-            value = bias[k] if k < bias.shape[0] else float32(0.0)
-            for j in range(groups):
-                acc[4 * j + 2 * i] = value
-                acc[4 * j + 2 * i + 1] = value
+    def start(acc, b0, b8):
+        """The accumulators = the bias of this thread's two filters, k0 (b0) and k0 + 8 (b8)."""
+        for j in range(groups):
+            acc[4 * j] = b0
+            acc[4 * j + 1] = b0
+            acc[4 * j + 2] = b8
+            acc[4 * j + 3] = b8
 
     @cuda.jit(device=True)
     def write(Y, acc, n, y0, x0, Ho, Wo, k0, q0):
@@ -764,12 +763,15 @@ def make_tc_conv_v7(height: int, width: int, out: str = "fp32"):
             k0 = col0 + 16 * (lane // 32) + (lane % 32) // 4  # this thread's filters: k0 and k0 + 8
             q0 = 2 * (lane % 4)  # and its pixels: 8j + q0 and 8j + q0 + 1
             acc = cuda.local.array(acc_size, float32)
+            # the bias of its two filters, read once (the same for every patch of the block)
+            b0 = bias[k0] if k0 < bias.shape[0] else float32(0.0)
+            b8 = bias[k0 + 8] if k0 + 8 < bias.shape[0] else float32(0.0)
             tma.wait(loaded, 0, 0)
             tap_bytes = S * chunks * V5_FILTER_BOX_BYTES  # the filter box of the tap one row further down
             s, phase = next_position(0, 0, (role - 1) * boxes, stages)  # its first patch's first box
             for i in range(role - 1, mine, 2):
                 n, y0, x0 = _tile_origin(first + i * stride_tiles, patches, patches_x, height, width)
-                start(acc, bias, k0)
+                start(acc, b0, b8)
                 done = -1  # the buffer whose multiplies may still run
                 column = filters  # the filter box of tap (0, dx), channel chunk: counted, not multiplied out
                 for dx in range(S):
