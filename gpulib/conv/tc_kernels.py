@@ -627,9 +627,9 @@ V7_REGISTERS = (168, 40, 232)  # at launch (384 threads in 65536), then the prod
 def v7_tile(Ho: int, Wo: int, R: int) -> tuple[int, int]:
     """(height, width) of conv v7's patch: of V7_TILES, the one that computes the fewest pixels
     outside the image, then the one with the smallest box (a deeper ring of boxes in flight:
-    on the 16.3 layer the measured 8 x 8 beat 14 x 8, whose ring holds 9 boxes to its 15;
-    16.5b's table), then the larger N. For 56 x 56 and R = 3: 8 x 8, which tiles the image
-    exactly (v6's 16 x 8 leaves an eighth of its rows outside)."""
+    15 for 8 x 8 on the 16.3 layer, 9 for 14 x 8), then the larger N. For 56 x 56 and R = 3:
+    8 x 8, which tiles the image exactly (v6's 16 x 8 leaves an eighth of its rows outside);
+    16.5b's table has 14 x 8 as fast, 16 x 8 and 8 x 16 slower."""
     def cost(tile):
         h, w = tile
         patches = blocks(Ho, h) * blocks(Wo, w)
