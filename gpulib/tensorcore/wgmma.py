@@ -132,16 +132,38 @@ extern "C" __device__ int gpulib_st_global_v2_f32(int* ret, unsigned long long p
 ON_GPU = on_gpu()
 
 
+DESCRIPTOR_LOW_FLAGS = 1 << 16  # the leading byte offset, unused by the 128-byte swizzle's layout: 16 bytes
+
+
+@cuda.jit(device=True)
+def descriptor_low(address):
+    """The low 32 bits of encode(address, ...): the start in 16-byte units (14 bits: the whole
+    shared window) and the leading byte offset."""
+    return uint32(((address >> 4) & 0x3FFF) | DESCRIPTOR_LOW_FLAGS)
+
+
 @cuda.jit(device=True)
 def encode(address, stride_byte_offset):
     """The 64-bit matrix descriptor of a K-major tile at shared byte ``address`` with the 128-byte
-    swizzle (smem_layout.descriptor's bits; the leading byte offset, unused by this layout, 16)."""
+    swizzle (smem_layout.descriptor's bits): descriptor_low, then the stride byte offset and the
+    swizzle mode in the high word."""
     return (
-        uint64((address >> 4) & 0x3FFF)
-        | uint64(1) << uint64(16)
+        uint64(descriptor_low(address))
         | uint64((stride_byte_offset >> 4) & 0x3FFF) << uint64(32)
         | uint64(SWIZZLE_128B) << uint64(62)
     )
+
+
+# encode's high word for a tile of 1024-byte atoms (ATOM_BYTES apart): the same for every such tile
+DESCRIPTOR_HIGH = (((ATOM_BYTES >> 4) & 0x3FFF) << 32) | (SWIZZLE_128B << 62)
+
+
+@cuda.jit(device=True)
+def slice_descriptor(low, kk):
+    """encode(address + 32·kk, ATOM_BYTES) from low = descriptor_low(address): the 16-deep slice kk
+    of the tile. One 32-bit add: the address field stays below 2**14 in a shared window of at most
+    228 KiB, so it never carries into the flags."""
+    return uint64(uint32(low + 2 * kk)) | uint64(DESCRIPTOR_HIGH)
 
 
 @cuda.jit(device=True)
@@ -494,27 +516,6 @@ PACK = {"fp16": pack_fp16, "bf16": pack_bf16}
 # GEMM v8's epilogues for each (operands, N): (store_pairs to fp32 C, stage as 16-bit words)
 EPILOGUE = {(operands, n): _epilogues(n, operands) for operands in PTX_TYPES for n in N_SIZES}
 TILE_K = 64  # the K depth of the tiles kernels stage: one 128-byte swizzle row of 16-bit values
-
-
-# The descriptor of a tile with 1024-byte atoms (ATOM_BYTES apart) in two halves: the high 32
-# bits are the same for every such tile (stride byte offset, swizzle), the low 32 hold the start
-# address in 16-byte units (14 bits: the whole shared window) and the unused leading offset (1).
-DESCRIPTOR_HIGH = (((ATOM_BYTES >> 4) & 0x3FFF) << 32) | (SWIZZLE_128B << 62)
-DESCRIPTOR_LOW_FLAGS = 1 << 16
-
-
-@cuda.jit(device=True)
-def descriptor_low(address):
-    """The low 32 bits of encode(address, ATOM_BYTES)."""
-    return uint32(((address >> 4) & 0x3FFF) | DESCRIPTOR_LOW_FLAGS)
-
-
-@cuda.jit(device=True)
-def slice_descriptor(low, kk):
-    """encode(address + 32·kk, ATOM_BYTES) from low = descriptor_low(address): the 16-deep slice kk
-    of the tile. One 32-bit add: the address field stays below 2**14 in a shared window of at most
-    228 KiB, so it never carries into the flags."""
-    return uint64(uint32(low + 2 * kk)) | uint64(DESCRIPTOR_HIGH)
 
 
 def _multiply_tile(mma):
