@@ -25,9 +25,9 @@ from numba import cuda, types, uint64
 
 from gpulib.arrays import integer_arguments, is_device_array
 from gpulib.env import on_gpu
+from gpulib.simulator import wait_until
 from gpulib.tensorcore import wgmma
 
-WAIT_LIMIT_S = 20.0  # the simulator's longest wait on a barrier
 BOX_K = 64  # values of K per box row: one 128-byte swizzle row
 MAX_BOX_ROWS = 256
 
@@ -270,19 +270,14 @@ else:
         """Arrivals and bytes still owed in the phase under way, and how many phases are over."""
 
         def __init__(self, count):
-            import threading
-
             self.count, self.arrived, self.pending, self.phases = count, 0, 0, 0
-            self.changed = threading.Condition()
 
         def add(self, arrivals: int, nbytes: int) -> None:
-            with self.changed:
-                self.arrived += arrivals
-                self.pending += nbytes
-                if self.arrived == self.count and self.pending == 0:
-                    self.arrived = 0
-                    self.phases += 1
-                    self.changed.notify_all()
+            self.arrived += arrivals
+            self.pending += nbytes
+            if self.arrived == self.count and self.pending == 0:
+                self.arrived = 0
+                self.phases += 1
 
     _BARRIERS: dict = {}
 
@@ -315,13 +310,12 @@ else:
 
     @cuda.jit(device=True)
     def wait(bars, s, phase):
-        """Emulation: as try_wait.parity, done once the phase under way has the other parity (the
-        other threads are Python threads: wait for them); after WAIT_LIMIT_S, an error, not a hang."""
+        """Emulation: as try_wait.parity, done once the phase under way has the other parity; the
+        block's other threads run meanwhile, and a phase none of them can finish is an error."""
         barrier = _barrier(bars, s)
-        with barrier.changed:
-            if not barrier.changed.wait_for(lambda: barrier.phases % 2 != phase, WAIT_LIMIT_S):
-                raise RuntimeError(f"barrier {s}: phase parity {phase} never finished ({barrier.phases} phases "
-                                   "over); on a GPU this wait would never end")
+        wait_until(lambda: barrier.phases % 2 != phase,
+                   f"barrier {s}: phase parity {phase} never finished ({barrier.phases} phases over); on a GPU "
+                   "this wait would never end")
 
     def _chunk_words(byte: int, rows: int) -> np.ndarray:
         """Emulation: the first 16-bit word of each 16-byte chunk of ``rows`` box rows in shared

@@ -361,7 +361,7 @@ if ON_GPU:
         _st_v2(C.ctypes.data + 4 * (r * (C.strides[0] // 4) + c), lo, hi)
 
 else:
-    import threading
+    from gpulib.simulator import wait_until
 
     LINK = []
 
@@ -396,15 +396,11 @@ else:
         of the whole warpgroup, which the tensor cores start once all 128 threads have issued it:
         no thread passes it before the others reach it (a kernel that lets one thread speak for
         its warpgroup, as GEMM version 7 does, relies on this). The last thread to arrive
-        computes the whole 64 x N product and wakes the others, each sleeping on an event of its
-        own (not one lock that 127 threads pass one by one); each then takes its registers' share."""
-
-        LIMIT_S = 20.0  # the longest wait for the other threads
+        computes the whole 64 x N product; each thread then takes its registers' share."""
 
         def __init__(self):
             self.args = self.result = self.error = None
-            self.lock = threading.Lock()
-            self.waiting: list = []
+            self.arrived, self.multiplies = 0, 0
 
         def _multiply(self):
             image, pairs, n, operands = self.args
@@ -415,25 +411,19 @@ else:
             self.args = None
 
         def products(self, args, thread):
-            me = threading.current_thread()
-            event = me.__dict__.setdefault("wgmma_event", threading.Event())
-            with self.lock:
-                if self.args is not None and self.args[1:] != args[1:]:
-                    self.error = ValueError("the threads of a warpgroup issued one wgmma with different operands")
-                self.args = args
-                self.waiting.append(event)
-                if len(self.waiting) == WARPGROUP:
-                    self._multiply()
-                    waiting, self.waiting = self.waiting, []
-                    for other in waiting:
-                        other.set()
-            if not event.wait(self.LIMIT_S):
-                with self.lock:
-                    if event in self.waiting:
-                        self.waiting.remove(event)
-                raise RuntimeError(
-                    "not all 128 threads of a warpgroup reached the same wgmma; on a GPU this multiply would never start")
-            event.clear()
+            if self.args is not None and self.args[1:] != args[1:]:
+                self.error = ValueError("the threads of a warpgroup issued one wgmma with different operands")
+            self.args, self.arrived, mine = args, self.arrived + 1, self.multiplies
+            if self.arrived == WARPGROUP:
+                self._multiply()
+                self.arrived, self.multiplies = 0, mine + 1
+            try:
+                wait_until(lambda: self.multiplies != mine,  # (the next multiply waits for all 128 again)
+                           "not all 128 threads of a warpgroup reached the same wgmma; on a GPU this multiply would never start")
+            except BaseException:  # the block stopped: this thread no longer counts
+                if self.multiplies == mine:
+                    self.arrived -= 1
+                raise
             if self.error is not None:
                 raise self.error
             return self.result[thread]
@@ -445,12 +435,10 @@ else:
         if any(d.memory is not a_desc.memory for pair in pairs for d in pair):
             raise ValueError("A and B must lie in the same shared array")
         key = (image.ctypes.data, cuda.threadIdx.x // WARPGROUP)  # the block's shared memory, the warpgroup
-        with _WARPGROUPS_LOCK:
-            group = _WARPGROUPS.setdefault(key, _Warpgroup())
+        group = _WARPGROUPS.setdefault(key, _Warpgroup())  # (one step under the GIL)
         return group.products((image, tuple((int(a), int(b)) for a, b in pairs), n, operands), thread_in_warpgroup())
 
     _WARPGROUPS: dict = {}
-    _WARPGROUPS_LOCK = threading.Lock()
 
     def _emulated_mma(n: int, operands: str = "fp16"):
         @cuda.jit(device=True)
@@ -467,8 +455,8 @@ else:
         @cuda.jit(device=True)
         def multiply_tile(acc, smem, a_byte, b_byte, scale_d):
             """Emulation: the four m64nNk16 of a 64-deep tile (as _multiply_tile issues them),
-            the warpgroup met once for all four (a Python thread's wake-up is what the simulator
-            spends its time on), each slice's products added in the same order."""
+            the warpgroup met once for all four (each meeting is a turn of all 128 threads), each
+            slice's products added in the same order."""
             pairs = tuple((descriptor(smem, a_byte + 32 * kk, ATOM_BYTES), descriptor(smem, b_byte + 32 * kk, ATOM_BYTES))
                           for kk in range(TILE_K // K_TILE))
             products = _warpgroup_products(pairs[0][0], pairs, n, operands)

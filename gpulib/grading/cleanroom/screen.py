@@ -27,7 +27,7 @@ FORBIDDEN_BUILTINS = frozenset({
 FORBIDDEN_NAMES = frozenset({
     "sys", "os", "gc", "inspect", "builtins", "ctypes", "threading", "_thread", "subprocess", "multiprocessing",
     "importlib", "signal", "socket", "pickle", "marshal", "shutil", "pathlib", "io", "gpulib", "reference",
-    "nbgrader", "Mistake",
+    "nbgrader", "Mistake", "greenlet",
 })
 # attributes that lead to raw memory, files, the interpreter or the CUDA driver
 FORBIDDEN_ATTRIBUTES = frozenset({
