@@ -29,7 +29,7 @@ def on_gpu() -> bool:
 
 
 def on_simulator() -> bool:
-    """True when kernels run on Numba's CUDA simulator (Python threads on the CPU)."""
+    """True when kernels run on Numba's CUDA simulator (Python on the CPU)."""
     return BACKEND == "sim"
 
 

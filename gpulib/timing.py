@@ -1,6 +1,6 @@
 """Timing kernels with CUDA events: warm-up, L2 flushed between runs, median of many runs.
 
-On the simulator kernels are Python threads, so a time would describe Python, not a GPU;
+On the simulator kernels run as Python code, so a time would describe Python, not a GPU;
 ``benchmark`` then returns a ``Timing`` that says so instead of carrying numbers.
 """
 
@@ -29,13 +29,13 @@ class Timing:
     @property
     def median_ms(self) -> float:
         if not self.valid:
-            raise RuntimeError("no timing on the simulator: it runs kernels as Python threads")
+            raise RuntimeError("no timing on the simulator: it runs kernels as Python code")
         return statistics.median(self.times_ms)
 
     @property
     def min_ms(self) -> float:
         if not self.valid:
-            raise RuntimeError("no timing on the simulator: it runs kernels as Python threads")
+            raise RuntimeError("no timing on the simulator: it runs kernels as Python code")
         return min(self.times_ms)
 
     def tflops(self, flop: float) -> float:

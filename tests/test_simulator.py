@@ -1,7 +1,8 @@
 """The simulator's scheduling (gpulib/simulator.py): a kernel without barriers runs its block's
 threads one after another in one Python thread, with the right indices, results and error
 messages; a kernel with a barrier, also one reached through a device function, a kernel
-factory's closure or a module, keeps a Python thread per CUDA thread; a barrier the analysis
+factory's closure or a module, runs its block's threads as greenlets of one Python thread that
+meet at every barrier; a wait no thread can end is an error at once; a barrier the analysis
 cannot see stops the kernel loudly."""
 
 from __future__ import annotations
@@ -32,15 +33,6 @@ def _who_am_i(out, idents):
     out[b * n + t, 3] = b
     out[b * n + t, 4] += 1
     idents[b * n + t] = threading.get_ident()
-
-
-@cuda.jit
-def _reverse_in_block(a, out):
-    tile = cuda.shared.array(64, np.float32)
-    i = cuda.threadIdx.x
-    tile[i] = a[cuda.blockIdx.x * cuda.blockDim.x + i]
-    cuda.syncthreads()
-    out[cuda.blockIdx.x * cuda.blockDim.x + i] = tile[cuda.blockDim.x - 1 - i]
 
 
 @cuda.jit(device=True)
@@ -90,12 +82,55 @@ def test_a_barrier_free_block_runs_in_one_python_thread_with_every_index_right()
     assert len(set(idents[:n])) == 1 and threading.get_ident() not in set(idents)
 
 
-def test_a_kernel_with_a_barrier_keeps_a_thread_per_cuda_thread_and_is_right(rng):
+@cuda.jit
+def _reverse_in_block_where(a, out, idents):
+    tile = cuda.shared.array(64, np.float32)
+    i = cuda.threadIdx.x
+    tile[i] = a[cuda.blockIdx.x * cuda.blockDim.x + i]
+    cuda.syncthreads()
+    out[cuda.blockIdx.x * cuda.blockDim.x + i] = tile[cuda.blockDim.x - 1 - i]
+    idents[cuda.blockIdx.x * cuda.blockDim.x + i] = threading.get_ident()
+
+
+def test_a_kernel_with_a_barrier_runs_its_block_in_one_python_thread_and_is_right(rng):
     a = rng.standard_normal(3 * 32).astype(np.float32)
     out = np.full_like(a, np.nan)
-    _reverse_in_block[3, 32](a, out)
-    np.testing.assert_array_equal(out, a.reshape(3, 32)[:, ::-1].ravel())
-    assert simulator.needs_threads(_reverse_in_block.fn)
+    idents = np.zeros(3 * 32, np.int64)
+    _reverse_in_block_where[3, 32](a, out, idents)
+    np.testing.assert_array_equal(out, a.reshape(3, 32)[:, ::-1].ravel())  # each read a value written before the barrier
+    assert simulator.needs_threads(_reverse_in_block_where.fn)
+    assert all(len(set(idents[b * 32:(b + 1) * 32])) == 1 for b in range(3))  # a greenlet per CUDA thread, one thread
+
+
+def test_a_wait_runs_the_other_threads_until_they_end_it_and_a_wait_none_can_end_raises_at_once():
+    import time
+
+    @cuda.jit
+    def chain(out, order):
+        """Thread i waits until thread i + 1 has gone (the last goes at once): they finish last to first."""
+        i = cuda.threadIdx.x
+        n = cuda.blockDim.x
+        if i + 1 < n:
+            simulator.wait_until(lambda: order[i + 1] > 0, f"thread {i + 1} never went")
+        order[i] = 1 + order[i + 1] if i + 1 < n else 1
+        cuda.syncthreads()
+        out[i] = order[i]
+
+    out, order = np.zeros(16, np.int64), np.zeros(17, np.int64)
+    chain[1, 16](out, order)
+    assert out.tolist() == list(range(16, 0, -1))
+
+    @cuda.jit
+    def stuck(out):
+        i = cuda.threadIdx.x
+        if i == 3:
+            simulator.wait_until(lambda: out[0] == 99, "nobody writes 99")
+        cuda.syncthreads()  # the others wait here, for thread 3, which waits for them
+
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"tid=\[3, 0, 0\] ctaid=\[0, 0, 0\]: nobody writes 99"):
+        stuck[1, 8](np.zeros(8, np.int64))
+    assert time.monotonic() - start < 5  # found stuck when no thread could run, not after a time limit
 
 
 def test_barriers_are_found_through_device_functions_closures_and_modules():
@@ -138,7 +173,7 @@ def _half_return_then_sync(out, fail):
     out[16 + i] = out[i] + out[(i + 2) % 16]  # a neighbour's value, written before the barrier
 
 
-def test_a_threaded_block_counts_only_live_threads_at_a_barrier_and_an_error_stops_the_rest():
+def test_a_block_with_barriers_counts_only_live_threads_at_a_barrier_and_an_error_stops_the_rest():
     out = np.zeros(32, np.float32)
     _half_return_then_sync[1, 16](out, False)
     assert out.tolist() == [1.0, 0.0] * 8 + [2.0, 0.0] * 8

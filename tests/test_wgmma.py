@@ -23,9 +23,19 @@ def test_swizzled_chunk_places_agree_with_the_model():
             assert _python(wgmma.swizzled_byte)(row, chunk) == smem_layout.kmajor_offset(row, 8 * chunk, "128B")
 
 
+@cuda.jit
+def _encode_each(starts, sbos, out):
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = wgmma.encode(starts[i], sbos[i])
+
+
 def test_the_device_descriptor_has_the_models_bits():
-    for start, sbo in ((0, 1024), (32, 1024), (16384 + 96, 2048), (200000, 1024)):
-        assert int(_python(wgmma.encode)(start, sbo)) == smem_layout.descriptor(start, 16, sbo, "128B")
+    """encode as kernels run it (on a GPU its device functions cannot be called from the host)."""
+    starts, sbos = np.array([0, 32, 16384 + 96, 200000], np.int64), np.array([1024, 1024, 2048, 1024], np.int64)
+    out = cuda.to_device(np.zeros(4, np.uint64))
+    _encode_each[1, 32](cuda.to_device(starts), cuda.to_device(sbos), out)
+    assert out.copy_to_host().tolist() == [smem_layout.descriptor(int(a), 16, int(b), "128B") for a, b in zip(starts, sbos)]
 
 
 def test_a_tiles_slices_have_the_descriptors_encode_gives_them():

@@ -40,7 +40,7 @@ REDUCTIONS = ("thread", "tree")
 def default_reduction() -> str:
     """How dW and db are summed unless asked: a block-wide tree per sum on a GPU (16.6 found the
     one-thread-per-sum kernels taking most of a training step), one thread per sum on the
-    simulator, where every barrier of the tree costs the Python threads a rendezvous."""
+    simulator, where every barrier of the tree makes each thread of the block take a turn."""
     return sized(gpu="tree", sim="thread")
 
 

@@ -193,8 +193,8 @@ def conv2d_v3_kernel(W_group, stride: int, KB: int, TILE: int = TILE):
 # ------------------------------------------------------------------ wrapper
 def default_version() -> str:
     """The version a caller gets without asking: version 2 (the fastest) on a GPU, version 1 on
-    the simulator, where every barrier of version 2 costs the Python threads a rendezvous
-    (3x slower there)."""
+    the simulator, where every barrier of version 2 makes each thread of the block take a turn
+    (slower there)."""
     return sized(gpu="v2", sim="v1")
 
 

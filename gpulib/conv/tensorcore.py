@@ -108,6 +108,10 @@ from gpulib.tensorcore import tma, wgmma
 
 VERSIONS = ("v1", "v2", "v3", "v4", "v5", "v6", "v7")
 MAX_SHARED = 227 * 1024  # a block's opt-in shared memory (compute capability 9.0)
+# what a halo ring's dynamic shared memory may take: the kernel's static shared arrays (conv v6's
+# and v7's mbarriers, at most 33 of 8 bytes) come out of the same 227 KiB, so a launch asking for
+# all of it is refused by the driver (cuKernelSetAttribute: CUDA_ERROR_INVALID_VALUE)
+MAX_DYNAMIC_SHARED = MAX_SHARED - 1024
 
 
 @dataclass(frozen=True)
@@ -166,10 +170,10 @@ def supports(W_shape, stride: int = 1, *, version: str = "v2") -> str | None:
         return (f"conv {version} keeps a block's filters in shared memory: R·S x (C / 64) = {boxes} boxes of 64 "
                 f"filters, at most {V5_MAX_FILTER_BOXES}")
     tallest = max((128 // w + R - 1) * w for w in V4_PIXEL_TILES)  # a box's pixels, at its widest patch
-    if version == "v6" and v6_shared_bytes((K, C, R, S), 2, tallest, True) > MAX_SHARED:
+    if version == "v6" and v6_shared_bytes((K, C, R, S), 2, tallest, True) > MAX_DYNAMIC_SHARED:
         return f"conv v6 needs two halo boxes of {R} pixel rows beside its filters: R = {R} is too tall"
     tallest = max((h + R - 1) * w for h, w in V7_TILES)
-    if version == "v7" and v7_shared_bytes((K, C, R, S), 2, tallest) > MAX_SHARED:
+    if version == "v7" and v7_shared_bytes((K, C, R, S), 2, tallest) > MAX_DYNAMIC_SHARED:
         return f"conv v7 needs two halo boxes of {R} pixel rows beside its filters: R = {R} is too tall"
     return wgmma.unsupported_device() or None
 
@@ -374,10 +378,10 @@ def v6_stages(W_shape, box_pixels: int, fp16_out: bool = False) -> int:
 
 def _ring_stages(W_shape, box_pixels: int, fp16_out: bool, most: int, version: str) -> int:
     """The most halo boxes (2 .. ``most``) that fit in shared memory beside the filters."""
-    fit = [s for s in range(2, most + 1) if v6_shared_bytes(W_shape, s, box_pixels, fp16_out) <= MAX_SHARED]
+    fit = [s for s in range(2, most + 1) if v6_shared_bytes(W_shape, s, box_pixels, fp16_out) <= MAX_DYNAMIC_SHARED]
     if not fit:
         raise ValueError(f"box_pixels={box_pixels}: conv {version} needs two such boxes beside the filters "
-                         f"{tuple(W_shape)} in {MAX_SHARED} bytes of shared memory")
+                         f"{tuple(W_shape)} in {MAX_DYNAMIC_SHARED} bytes of shared memory")
     return fit[-1]
 
 
