@@ -393,7 +393,7 @@ def test_the_pingpong_conv_multiplies_filters_by_pixels_round_its_ring(rng):
     X = rng.standard_normal((2, 72, 8, 11)).astype(np.float32)
     W = rng.standard_normal((70, 72, 3, 2)).astype(np.float32)
     b = rng.standard_normal(70).astype(np.float32)
-    assert tc_conv.v7_tile(8, 12, 3) == (8, 8) and tc_conv.v7_stages((70, 72, 3, 2), 10 * 8) == 12  # (13: no room for its barriers)
+    assert tc_conv.v7_tile(8, 12, 3) == (8, 8) and tc_conv.v7_stages((70, 72, 3, 2), 10 * 8) == 12  # 13: too full
     assert tc_conv.v7_tile(56, 56, 3) == (8, 8)  # the 16.3 layer: 49 patches an image, none outside it
     Y = tc_conv.conv2d_tc(X, W, b, 1, 1, out=gpulib.poisoned((2, 70, 8, 12)), version="v7")
     gpulib.validate(Y, tc_conv.reference(X, W, b, 1, 1), scale=ref.conv2d_magnitude(X, W, b, 1, 1).max(), name="conv v7")
