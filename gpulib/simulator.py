@@ -17,6 +17,7 @@ reached in a kernel run sequentially is an error, never a wrong answer.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import sys
 import threading
 import types
@@ -190,6 +191,8 @@ def _cooperative_block_type() -> type:
             points = list(np.ndindex(*manager._block_dim))
             self._scheduler = getcurrent()
             threads = [greenlet(lambda: manager._f(*args)) for _ in points]
+            for thread in threads:  # each starts in this thread's context (NumPy's error state: debug=True's)
+                thread.gr_context = contextvars.copy_context()
             waits = [None] * len(points)  # None (may run), _AT_BARRIER, or (ready, what)
             live = list(range(len(points)))
             try:

@@ -218,3 +218,18 @@ def _badly_aligned(out):
 def test_an_alignment_that_is_not_a_power_of_two_is_refused():
     with pytest.raises(ValueError, match="alignment must be a power of two, not 12"):
         _badly_aligned[1, 1](np.zeros(1, np.float32))
+
+
+def test_debug_mode_raises_on_a_division_by_zero_in_every_thread_of_a_block_with_barriers():
+    """The simulator's debug=True sets NumPy to raise on a division by zero in each CUDA thread;
+    the greenlets start in their block thread's context, so they see it too."""
+
+    @cuda.jit(debug=True, opt=False)
+    def divide(a):
+        cuda.syncthreads()
+        a[cuda.threadIdx.x] = np.float64(1.0) / a[cuda.threadIdx.x]
+
+    a = np.ones(4)
+    a[2] = 0.0
+    with pytest.raises(FloatingPointError, match=r"tid=\[2, 0, 0\]"):
+        divide[1, 4](a)
