@@ -93,7 +93,7 @@ hub-test: $(STAMP)
 	$(HUB_PREFIX)/bin/python -m pip install --quiet --no-compile '.[book,classroom,grader-cpu,hub]' pytest requests
 	cd classroom && HUB_PREFIX=$(HUB_PREFIX) $(HUB_PREFIX)/bin/python -m pytest -p no:cacheprovider -v --tb=short test_hub_round.py
 
-# -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels are Python threads.
+# -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels run as Python on the CPU.
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n auto tests
 
