@@ -171,8 +171,8 @@ def _cooperative_block_type() -> type:
         ``wait_until``) or returns; then the next one runs. A barrier lets its threads go on
         once every thread still alive waits at it (a thread that has returned no longer
         counts); the first exception stops the block, and names the thread that raised it.
-        Nothing here waits on the operating system: switching greenlets costs about a
-        microsecond, where waking a Python thread per CUDA thread at every barrier cost the
+        Nothing here waits on the operating system: a switch to a greenlet and back costs about
+        a microsecond, where waking a Python thread per CUDA thread at every barrier cost the
         block most of its time."""
 
         def __init__(self, manager, grid_point, args):
