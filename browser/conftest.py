@@ -41,7 +41,10 @@ def lab(tmp_path_factory):
     log = open(folder.parent / "lab.log", "w")
     server = subprocess.Popen(
         [str(jupyter), "lab", f"--notebook-dir={folder}", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", "--allow-root", "--LabApp.expose_app_in_browser=True"],
+         f"--IdentityProvider.token={token}", "--allow-root", "--LabApp.expose_app_in_browser=True",
+         # a workspace folder of its own: in the user's shared one, every notebook opened before (by
+         # this run's other worker, or by an earlier run) would be opened again, its kernel started
+         f"--LabApp.workspaces_dir={folder.parent / 'workspaces'}"],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120

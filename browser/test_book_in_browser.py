@@ -66,7 +66,7 @@ HANGUL = """() => {
 
 def _open(page, lab, name):
     base, token, _ = lab
-    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    page.goto(f"{base}/lab/tree/{name}?token={token}&reset")  # reset: only this notebook, not the ones before it
     # an idle kernel whose id stays the same for 3 s: Run All sent to a kernel that is still
     # being started or replaced is lost
     deadline, seen, since = time.time() + 180, None, time.time()
