@@ -145,18 +145,23 @@ def intercept_launches(watch):
 _AT_BARRIER = object()  # what a thread waiting at __syncthreads() waits for
 
 
-def wait_until(ready, what: str) -> None:
+def wait_until(ready, what) -> None:
     """Emulation: wait, in a kernel's thread, for the other threads of its block to make
     ``ready()`` true (an mbarrier phase, a warpgroup's multiply). The block's other threads run
     meanwhile; when none of them can run any more and ``ready()`` is still false, the wait is a
-    RuntimeError(``what``): on a GPU it would never end."""
+    RuntimeError(``what``): on a GPU it would never end. ``what`` is the message, or a function
+    that makes it (only a wait that fails needs one)."""
     if ready():
         return
     thread = threading.current_thread()
     if not hasattr(thread, "wait_in_block"):  # a block run one thread after another: nobody else can
-        raise RuntimeError(f"{what} (the simulator ran this block's threads one after another, finding no "
-                           "barrier in the kernel's code)")
+        raise RuntimeError(f"{_message(what)} (the simulator ran this block's threads one after another, "
+                           "finding no barrier in the kernel's code)")
     thread.wait_in_block(ready, what)
+
+
+def _message(what) -> str:
+    return what() if callable(what) else what
 
 
 @lru_cache(maxsize=None)
@@ -215,7 +220,7 @@ def _cooperative_block_type() -> type:
                     elif live and not ran:  # every thread waits, and no barrier is complete: stuck
                         i = next(i for i in live if waits[i] is not _AT_BARRIER)
                         self._enter(points[i], width, height)
-                        threads[i].throw(RuntimeError(waits[i][1]))  # raised where it waits
+                        threads[i].throw(RuntimeError(_message(waits[i][1])))  # raised where it waits
                         waits[i] = self._waits_for  # (a kernel that caught it waits again, or has returned)
                         if threads[i].dead:
                             live.remove(i)

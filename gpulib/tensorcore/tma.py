@@ -25,7 +25,6 @@ from numba import cuda, types, uint64
 
 from gpulib.arrays import integer_arguments, is_device_array
 from gpulib.env import on_gpu
-from gpulib.simulator import wait_until
 from gpulib.tensorcore import wgmma
 
 BOX_K = 64  # values of K per box row: one 128-byte swizzle row
@@ -252,6 +251,8 @@ if ON_GPU:
         _load4(smem.ctypes.data + byte, tensor_map.ctypes.data, i3, i2, i1, i0, _at(bars, s))
 
 else:
+    from gpulib.simulator import wait_until
+
     LINK = []
 
     class TensorMap:
@@ -314,8 +315,8 @@ else:
         block's other threads run meanwhile, and a phase none of them can finish is an error."""
         barrier = _barrier(bars, s)
         wait_until(lambda: barrier.phases % 2 != phase,
-                   f"barrier {s}: phase parity {phase} never finished ({barrier.phases} phases over); on a GPU "
-                   "this wait would never end")
+                   lambda: f"barrier {s}: phase parity {phase} never finished ({barrier.phases} phases over); on a "
+                           "GPU this wait would never end")
 
     def _chunk_words(byte: int, rows: int) -> np.ndarray:
         """Emulation: the first 16-bit word of each 16-byte chunk of ``rows`` box rows in shared
