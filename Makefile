@@ -96,11 +96,13 @@ html-test: $(HTML_STAMP) browser-deps
 # (HUB_PREFIX, made from the system's Python), with the proxy from npm (classroom/package.json).
 HUB_PREFIX ?= /opt/gpulib-hub
 HUB_PYTHON ?= /usr/bin/python3
+# (a variable, since call splits its arguments at commas)
+HUB_PACKAGES := '.[book,classroom,grader-cpu,hub]' pytest requests
 hub-test: $(STAMP)
 	@[ "$$(id -u)" = 0 ] || { echo "make hub-test adds Unix accounts and starts servers as them: run it as root"; exit 1; }
 	cd classroom && npm ci --no-audit --no-fund --loglevel=error
 	test -x $(HUB_PREFIX)/bin/python || $(HUB_PYTHON) -m venv $(HUB_PREFIX)
-	$(call install,$(HUB_PREFIX)/bin/python,'.[book,classroom,grader-cpu,hub]' pytest requests)
+	$(call install,$(HUB_PREFIX)/bin/python,$(HUB_PACKAGES))
 	cd classroom && HUB_PREFIX=$(HUB_PREFIX) $(HUB_PREFIX)/bin/python -m pytest -p no:cacheprovider -v --tb=short test_hub_round.py
 
 # -n auto: one pytest worker per core (pytest-xdist); the simulator's kernels run as Python on the CPU.
