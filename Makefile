@@ -19,10 +19,9 @@ READER_BOOK := my-book
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 
 # Installs into the environment of Python $(1) the requirements $(2). uv resolves and fetches the
-# same packages from the same index as pip, in parallel: the book's development set takes about
-# 20 s on two cores with an empty cache, where pip takes about 80 s. Where uv cannot be had (no
-# wheel for the platform, an index only pip is configured for), pip installs them. Neither writes
-# bytecode: it is written on import instead, which halves pip's time.
+# same packages from the same index as pip, in parallel, in a fraction of pip's time (CONTRIBUTING,
+# "Time budget"). Where uv cannot be had (no wheel for the platform, an index only pip is
+# configured for), pip installs them. Neither writes bytecode: it is written on import instead.
 define install
 ($(BIN)/python -m pip install --quiet uv && $(BIN)/uv pip install --quiet --python $(1) $(2)) \
 	|| $(1) -m pip install --quiet --no-compile $(2)
