@@ -22,8 +22,9 @@ LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 # same packages from the same index as pip, in parallel, in a fraction of pip's time (CONTRIBUTING,
 # "Time budget"). Where uv cannot be had (no wheel for the platform, an index only pip is
 # configured for), pip installs them. Neither writes bytecode: it is written on import instead.
+# uv itself goes into .venv once; the later installs (browser, html, hub) reuse it.
 define install
-($(BIN)/python -m pip install --quiet uv && $(BIN)/uv pip install --quiet --python $(1) $(2)) \
+((test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet uv) && $(BIN)/uv pip install --quiet --python $(1) $(2)) \
 	|| $(1) -m pip install --quiet --no-compile $(2)
 endef
 
