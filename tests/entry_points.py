@@ -492,10 +492,10 @@ add("gpulib.cnn.layers.avg_pool2d_backward", Entry(
                                                                             "input_shape": ("dY",)}, launches=True))
 add("gpulib.cnn.layers.conv2d_backward", backward_entry(layers.conv2d_backward),
     Entry(lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32), algorithm="gemm",
-                         reduction="tree"),
+                         reduction="tree", input_grad="flipped"),
           lambda a: layers.conv2d_backward(a["X"], a["W"], a["dY"], 1, 1, algorithm=a["algorithm"],
-                                           reduction=a["reduction"]),
-          choices=("algorithm", "reduction"), optional=("reduction",), launches=True))
+                                           reduction=a["reduction"], input_grad=a["input_grad"]),
+          choices=("algorithm", "reduction", "input_grad"), optional=("reduction",), launches=True))
 add("gpulib.reductions.softmax.softmax_rows", Entry(lambda r: _arrays(r, Z=(3, 5)), lambda a: softmax.softmax_rows(a["Z"]),
                                                     arrays=("Z",), launches=True))
 add("gpulib.reductions.softmax.reduction_steps", Entry(lambda r: dict(cols=10), lambda a: softmax.reduction_steps(a["cols"]),
@@ -1112,6 +1112,8 @@ INTERNAL = {
     "gpulib.gemm.api.check_operands": "the GEMM launchers' check (swept through launch_v3/4/5 and library_matmul)",
     "gpulib.shapes.": "the shape rules and their checks, swept through every function that uses them",
     "gpulib.conv.direct.conv2d_v3_kernel": "version 3's kernel factory, called by conv2d_direct after its checks (swept)",
+    "gpulib.reductions.staged.staged_floats": "the shared memory one staged image takes, worked out by conv2d_backward "
+                                              "after its checks (swept)",
 }
 
 
@@ -1224,6 +1226,8 @@ add("gpulib.cnn.layers.max_pool2d_backward", Entry(
     lambda r: dict(_arrays(r, dY=(2, 3, 2, 2)), argmax=np.zeros((2, 3, 2, 2), np.int32), check_argmax=True),
     lambda a: layers.max_pool2d_backward(a["dY"], a["argmax"], (2, 3, 4, 4), 2, check_argmax=a["check_argmax"]),
     others={"check_argmax": _BOOL_CASES}, launches=True))
-add("gpulib.cnn.book_model.BookCNN", Entry(lambda r: dict(inplace_relu=False, reduction="tree"),
-                                           lambda a: book_model.BookCNN(inplace_relu=a["inplace_relu"], reduction=a["reduction"]),
-                                           others={"inplace_relu": _BOOL_CASES}, choices=("reduction",), optional=("reduction",)))
+add("gpulib.cnn.book_model.BookCNN", Entry(lambda r: dict(inplace_relu=False, reduction="tree", input_grad="gather"),
+                                           lambda a: book_model.BookCNN(inplace_relu=a["inplace_relu"], reduction=a["reduction"],
+                                                                        input_grad=a["input_grad"]),
+                                           others={"inplace_relu": _BOOL_CASES}, choices=("reduction", "input_grad"),
+                                           optional=("reduction",)))

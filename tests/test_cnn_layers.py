@@ -28,6 +28,75 @@ def test_conv_backward_matches_reference(case):
 
 
 @st.composite
+def flippable_cases(draw):
+    """Layers the faster backward takes whole: square filters, stride 1, padding below the filter's size."""
+    R = draw(st.integers(1, 5))
+    padding = draw(st.integers(0, R - 1))
+    return dict(N=draw(st.integers(1, 3)), C=draw(st.integers(1, 3)), H=draw(st.integers(max(1, R - 2 * padding), 11)),
+                W=draw(st.integers(max(1, R - 2 * padding), 11)), K=draw(st.integers(1, 6)), R=R, S=R,
+                padding=padding, stride=1, seed=draw(st.integers(0, 2**31)))
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(case=flippable_cases())
+def test_conv_backward_staged_and_flipped_match_reference(case):
+    # 16.6's faster backward: dW and db summed image by image from shared memory, dX as the forward
+    # convolution of dY with the filters turned
+    X, W, _ = make(case)
+    p, s = case["padding"], case["stride"]
+    dY = np.random.default_rng(case["seed"] + 7).standard_normal(ref.conv2d(X, W, None, p, s).shape).astype(np.float32)
+    outs = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape), gpulib.poisoned((W.shape[0],))
+    got = cnn.conv2d_backward(X, W, dY, p, s, out=outs, reduction="staged", input_grad="flipped")
+    want = ref.conv2d_backward(X, W, dY, p, s)
+    sizes = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), p, s)
+    for name, g, expected, size in zip(("dX", "dW", "db"), got, want, sizes):
+        gpulib.validate(g, expected, name=name, scale=size.max())
+
+
+@pytest.mark.parametrize("algorithm", ["direct", "implicit_precomp_gemm"])
+def test_conv_backward_staged_groups_images_and_flips_through_the_forward_algorithm(rng, algorithm):
+    # GROUPS lowered to 3, so that each block sums more than one image into its row of partial sums
+    from gpulib.reductions import staged
+
+    X = rng.standard_normal((7, 3, 6, 5)).astype(np.float32)
+    W = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    dY = rng.standard_normal((7, 4, 6, 5)).astype(np.float32)
+    want = ref.conv2d_backward(X, W, dY, 1, 1)
+    sizes = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), 1, 1)
+    saved, staged.GROUPS = staged.GROUPS, 3  # blocks 0 to 2 take images 0, 3, 6 / 1, 4 / 2, 5
+    try:
+        outs = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape), gpulib.poisoned((4,))
+        got = cnn.conv2d_backward(X, W, dY, 1, 1, out=outs, reduction="staged", input_grad="flipped",
+                                  algorithm=algorithm)
+    finally:
+        staged.GROUPS = saved
+    for name, g, expected, size in zip(("dX", "dW", "db"), got, want, sizes):
+        gpulib.validate(g, expected, name=name, scale=size.max())
+
+
+@pytest.mark.parametrize("stride, padding, fits", [(1, 1, False), (2, 1, True), (1, 3, True)],
+                         ids=["image-too-big", "stride-2", "padding-3"])
+def test_conv_backward_staged_and_flipped_fall_back_where_they_cannot_run(rng, monkeypatch, stride, padding, fits):
+    from gpulib.reductions import staged
+
+    if not fits:
+        monkeypatch.setattr(staged, "STAGED_BYTES", 64)  # smaller than any image here
+    X = rng.standard_normal((2, 2, 5, 4)).astype(np.float32)
+    W = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    dY = rng.standard_normal(ref.conv2d(X, W, None, padding, stride).shape).astype(np.float32)
+    outs = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape), gpulib.poisoned((3,))
+    got = cnn.conv2d_backward(X, W, dY, padding, stride, out=outs, reduction="staged", input_grad="flipped")
+    for name, g, expected in zip(("dX", "dW", "db"), got, ref.conv2d_backward(X, W, dY, padding, stride)):
+        gpulib.validate(g, expected, name=name)
+
+
+def test_conv_backward_refuses_an_unknown_input_grad():
+    with pytest.raises(ValueError, match="unknown input_grad 'scatter'; choose one of"):
+        cnn.conv2d_backward(np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 3, 3), np.float32),
+                            np.ones((1, 1, 1, 1), np.float32), input_grad="scatter")
+
+
+@st.composite
 def pool_cases(draw):
     size = draw(st.integers(1, 3))
     return dict(N=draw(st.integers(1, 2)), C=draw(st.integers(1, 3)), H=draw(st.integers(size, 17)),

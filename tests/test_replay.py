@@ -22,12 +22,14 @@ def _batch(rng, n):
     return rng.standard_normal((n, 1, 8, 8)).astype(np.float32), rng.integers(0, 10, n).astype(np.int32)
 
 
-@pytest.mark.parametrize("algorithms", [("direct", "direct"), ("gemm", "direct")])
-def test_replayed_steps_equal_eager_steps(rng, algorithms):
+@pytest.mark.parametrize("algorithms, backward", [
+    (("direct", "direct"), {}), (("gemm", "direct"), {}),
+    (("direct", "direct"), dict(reduction="staged", input_grad="flipped"))], ids=["direct", "gemm", "staged-flipped"])
+def test_replayed_steps_equal_eager_steps(rng, algorithms, backward):
     """Three steps on three different batches: the replayed model ends with the eager model's
     parameters bit for bit and returns the same losses (the same kernels in the same order)."""
-    eager = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=5)
-    replayed = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=5)
+    eager = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=5, **backward)
+    replayed = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=5, **backward)
     step = ReplayedStep(replayed, batch=3, lr=0.1)
     for _ in range(3):
         X, y = _batch(rng, 3)
@@ -40,6 +42,9 @@ def test_replayed_steps_equal_eager_steps(rng, algorithms):
     assert names.count("sgd_update_kernel") == 6 and "softmax_xent_kernel" in names
     if "gemm" in algorithms:  # im2col + GEMM: the library's product is replayed as a call
         assert {"numpy matmul", "cuBLAS sgemm"} & set(names), names
+    if backward:  # the faster backward's kernels, and none of the ones they replace
+        assert names.count("weight_grad_staged_kernel") == 2 and names.count("flip_filters_kernel") == 1, names
+        assert not {"conv2d_input_grad_kernel", "weight_grad_tree_kernel", "bias_grad_tree_kernel"} & set(names)
 
 
 def test_a_replay_launches_the_recorded_kernel_again():

@@ -23,9 +23,12 @@ def _batch(rng, n):
     return X, y
 
 
-@pytest.mark.parametrize("algorithms", [("direct", "direct"), ("gemm", "implicit_precomp_gemm")])
-def test_book_cnn_gradients_match_float64(rng, algorithms):
-    model = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=int(rng.integers(1000)))
+@pytest.mark.parametrize("algorithms, backward", [
+    (("direct", "direct"), {}), (("gemm", "implicit_precomp_gemm"), {}),
+    (("direct", "implicit_precomp_gemm"), dict(reduction="staged", input_grad="flipped"))],
+    ids=["direct", "gemm-implicit", "staged-flipped"])
+def test_book_cnn_gradients_match_float64(rng, algorithms, backward):
+    model = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=int(rng.integers(1000)), **backward)
     X, y = _batch(rng, 2)
     loss, grads = model.loss_and_grads(X, y)
     params = model.host_params()
@@ -81,7 +84,7 @@ def test_profiler_records_every_launch_and_restores_the_launch(rng):
     assert len(prof.launches) == count
 
 
-@pytest.mark.parametrize("reduction", ["thread", "tree"])
+@pytest.mark.parametrize("reduction", ["thread", "tree", "staged"])
 def test_conv_backward_reductions_match_float64(rng, reduction):
     X = rng.standard_normal((2, 2, 5, 4)).astype(np.float32)
     W = rng.standard_normal((2, 2, 2, 3)).astype(np.float32)

@@ -113,7 +113,8 @@ def median_wall_ms(step, repeat: int, warmup: int, synchronize=cuda.synchronize)
     return statistics.median(walls)
 
 
-BREAKDOWNS = ((64, "tree"), (4096, "thread"), (4096, "tree"))  # (batch, how the gradients dW and db are summed)
+# (batch, how the gradients dW and db are summed); "staged" also finds dX as a forward convolution ("flipped")
+BREAKDOWNS = ((64, "tree"), (4096, "thread"), (4096, "tree"), (256, "tree"), (256, "staged"))
 
 
 def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat: int = 5) -> list[dict]:
@@ -121,7 +122,8 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
     step's wall time measured apart, without the profiler."""
     out = []
     for batch, reduction in breakdowns:
-        model = BookCNN(channels=CHANNELS, algorithms_per_layer=algorithms, reduction=reduction)
+        model = BookCNN(channels=CHANNELS, algorithms_per_layer=algorithms, reduction=reduction,
+                        input_grad="flipped" if reduction == "staged" else "gather")
         X, y = _images(batch)
         X_dev, y_dev = cuda.to_device(X), cuda.to_device(y)
         step_wall_ms = median_wall_ms(lambda: model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9), repeat,
@@ -143,7 +145,8 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
         resolved = [a if a != "auto" else autotune.cached_ranking(shape, W.shape, 1, 1)[0].name
                     for a, shape, W in zip(algorithms, ((batch, 1, 8, 8), (batch, CHANNELS[0], 8, 8)),
                                            (model.params[0], model.params[2]))]
-        out.append(dict(batch=batch, algorithms=resolved, reduction=reduction, kernels=kernels, ops=ops,
+        out.append(dict(batch=batch, algorithms=resolved, reduction=reduction, input_grad=model.input_grad,
+                        kernels=kernels, ops=ops,
                         step_wall_ms=step_wall_ms,
                         step_gpu_ms=sum(o["ms"] for o in ops)))
     return out
@@ -489,11 +492,25 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
 
     # the same step recorded once and replayed (gpulib/playbook/replay.py), as launches and as one
     # CUDA graph; first three steps each from the same weights, which must end equal
-    steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS)}
+    # ("staged": the same model with 16.6's faster backward, gpulib.cnn.conv2d_backward's
+    # reduction="staged" and input_grad="flipped"; its gradients are checked against PyTorch's too)
+    faster = dict(reduction="staged", input_grad="flipped")
+    steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS),
+             "staged_replayed": BookCNN(channels=CHANNELS, **faster), "staged_graph": BookCNN(channels=CHANNELS, **faster)}
     replayed = {
         "replayed": ReplayedStep(steps["replayed"], batch, lr),
         "graph": ReplayedStep(steps["graph"], batch, lr, graph=True),
+        "staged_replayed": ReplayedStep(steps["staged_replayed"], batch, lr),
+        "staged_graph": ReplayedStep(steps["staged_graph"], batch, lr, graph=True),
     }
+    staged = BookCNN(channels=CHANNELS, **faster)
+    for p, value in zip(staged.params, model.host_params()):
+        p.copy_to_device(value)
+    staged_grad_errors = [
+        validate(g, p.grad.detach().cpu().numpy().astype(np.float64), scale=float(p.grad.abs().max()) or 1.0,
+                 rtol=1e-4, name=f"staged grad {i} vs PyTorch").rel_err
+        for i, (g, p) in enumerate(zip(staged.loss_and_grads(X_dev, y_dev)[1], params))
+    ]
     start = model.host_params()
     for m in steps.values():
         for p, value in zip(m.params, start):
@@ -517,8 +534,11 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     # the step's GPU time: CUDA events around the graph's replay (a graph's kernels run back to back)
     graph = replayed["graph"].graph
     gpu_ms = benchmark(graph.replay, repeat=repeat, flush_l2=False).median_ms if graph is not None else None
+    staged_graph = replayed["staged_graph"].graph
+    staged_gpu_ms = (benchmark(staged_graph.replay, repeat=repeat, flush_l2=False).median_ms
+                     if staged_graph is not None else None)
 
-    # the four steps timed in turn, ``rounds`` times over: the spread between rounds is the run's
+    # the steps timed in turn, ``rounds`` times over: the spread between rounds is the run's
     # own noise, the median of the rounds its result
     runs = {"gpulib": gpulib_step, "torch": torch_step}
     runs.update({name: (lambda run=run: run(X_dev, y_dev)) for name, run in replayed.items()})
@@ -536,7 +556,14 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         gpu_ms=gpu_ms,
         replayed_ms=ms["replayed"],
         graph_ms=ms["graph"],
-        rounds=[dict(t, replayed_ratio=t["replayed"] / t["torch"], graph_ratio=t["graph"] / t["torch"]) for t in timed],
+        staged_gpu_ms=staged_gpu_ms,
+        staged_replayed_ms=ms["staged_replayed"],
+        staged_graph_ms=ms["staged_graph"],
+        staged_launches=len(replayed["staged_replayed"].recording.entries),
+        staged_grad_rel_err=staged_grad_errors,
+        rounds=[dict(t, replayed_ratio=t["replayed"] / t["torch"], graph_ratio=t["graph"] / t["torch"],
+                     staged_replayed_ratio=t["staged_replayed"] / t["torch"],
+                     staged_graph_ratio=t["staged_graph"] / t["torch"]) for t in timed],
         graph_built=replayed["graph"].graph is not None,
         graph_error=replayed["graph"].graph_error,
         launches=len(rec.entries),

@@ -27,24 +27,29 @@ class BookCNN(ImageClassifier):
     """Two 3x3 convolutions (padding 1) of ``channels`` = (C1, C2) filters, then FC to ``classes``."""
 
     def __init__(self, image_shape=(1, 8, 8), channels=(8, 16), classes: int = 10, seed: int = 0,
-                 algorithms_per_layer=("auto", "auto"), inplace_relu: bool = False, reduction: str | None = None):
+                 algorithms_per_layer=("auto", "auto"), inplace_relu: bool = False, reduction: str | None = None,
+                 input_grad: str = "gather"):
         """``algorithms_per_layer``: for each conv layer a name of gpulib.conv.algorithms.ALGORITHMS
         or "auto". ``inplace_relu``: ReLU overwrites the convolution's output (its backward pass
         needs only ReLU's output), which saves one activation per layer. ``reduction``: how the
-        direct backward kernels sum dW and db ("thread" or "tree", see gpulib.cnn.conv2d_backward)."""
+        direct backward kernels sum dW and db ("thread", "tree" or "staged") and ``input_grad`` how
+        they find the first layer's dX ("gather" or "flipped"), see gpulib.cnn.conv2d_backward."""
         names = front.CHOICES
         channels = require_shape(channels, "channels", "[C1, C2]")
         if (not isinstance(algorithms_per_layer, (tuple, list)) or len(algorithms_per_layer) != 2
                 or any(a not in names for a in algorithms_per_layer)):
             raise ValueError(f"algorithms_per_layer must be two of {names}, not {algorithms_per_layer!r}")
         inplace_relu = require_bool(inplace_relu, "inplace_relu")
-        if reduction not in (None, "thread", "tree"):
-            raise ValueError(f"reduction must be None, 'thread' or 'tree', not {reduction!r}")
+        if reduction is not None and reduction not in layers.REDUCTIONS:
+            raise ValueError(f"reduction must be None or one of {layers.REDUCTIONS}, not {reduction!r}")
+        if input_grad not in layers.INPUT_GRADS:
+            raise ValueError(f"input_grad must be one of {layers.INPUT_GRADS}, not {input_grad!r}")
         (C, H, W), classes, seed = check_model_shape(image_shape, classes, seed)
         self.image_shape, self.channels, self.classes = (C, H, W), tuple(channels), classes
         self.algorithms = tuple(algorithms_per_layer)
         self.inplace_relu = inplace_relu
         self.reduction = reduction
+        self.input_grad = input_grad
         self.profiler = NO_PROFILER
         rng = np.random.default_rng(seed)
         C1, C2 = channels
@@ -115,7 +120,8 @@ class BookCNN(ImageClassifier):
             d_conv2 = layers.relu_backward(t["relu2"], d_relu2)
         with op("conv2 backward"):
             d_relu1, dW2, db2 = layers.conv2d_backward(t["relu1"], W2, d_conv2, padding=1,
-                                                  algorithm=self.algorithms[1], reduction=self.reduction)
+                                                  algorithm=self.algorithms[1], reduction=self.reduction,
+                                                  input_grad=self.input_grad)
         with op("relu1 backward"):
             d_conv1 = layers.relu_backward(t["relu1"], d_relu1)
         with op("conv1 backward"):

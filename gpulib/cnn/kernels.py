@@ -5,6 +5,8 @@ one output element of its kernel:
     conv2d_input_grad_kernel    one input element dX[n, c, iy, ix]  (the transposed convolution)
     conv2d_weight_grad_kernel   one weight dW[k, c, r, s]            (a convolution of X with dY)
     conv2d_bias_grad_kernel     one bias db[k]
+    flip_filters_kernel         one weight of W turned 180° with its channels swapped (16.6:
+                                dX of a stride-1 layer as a forward convolution of dY)
     pooling kernels             one output element forward, one input element backward
 """
 
@@ -74,6 +76,22 @@ def conv2d_bias_grad_kernel(dY, db):
                 for x in range(dY.shape[3]):
                     acc += dY[n, k, y, x]
         db[k] = acc
+
+
+@cuda.jit
+def flip_filters_kernel(W, Wf, zeros):
+    """Wf[c, k, R-1-r, S-1-s] = W[k, c, r, s], one thread per weight; the first C threads also
+    zero ``zeros`` (C values: the bias of the convolution Wf is for)."""
+    i = cuda.grid(1)
+    K, C, R, S = W.shape
+    if i < C:
+        zeros[i] = float32(0.0)
+    if i < K * C * R * S:
+        k = i // (C * R * S)
+        c = (i // (R * S)) % C
+        r = (i // S) % R
+        s = i % S
+        Wf[c, k, R - 1 - r, S - 1 - s] = W[k, c, r, s]
 
 
 # ------------------------------------------------------------------ ReLU (any shape, flattened)

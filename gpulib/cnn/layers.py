@@ -12,7 +12,8 @@ import numpy as np
 from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, output, outputs, require, require_bool, require_int, to_device, to_host
 from gpulib.cnn import kernels
 from gpulib.conv import front
-from gpulib.env import sized
+from gpulib.env import cuda, sized
+from gpulib.reductions import staged as staged_sums
 from gpulib.reductions import tree as trees
 from gpulib.shapes import check_conv_inputs, require_shape
 
@@ -34,7 +35,8 @@ def conv2d_forward(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None,
     return front.conv2d(X, W, b, padding, stride, algorithm=algorithm, out=out)
 
 
-REDUCTIONS = ("thread", "tree")
+REDUCTIONS = ("thread", "tree", "staged")
+INPUT_GRADS = ("gather", "flipped")
 
 
 def default_reduction() -> str:
@@ -45,7 +47,7 @@ def default_reduction() -> str:
 
 
 def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: bool = True, out=None,
-                    algorithm: str = "direct", reduction: str | None = None):
+                    algorithm: str = "direct", reduction: str | None = None, input_grad: str = "gather"):
     """(dX, dW, db) of Y = conv2d(X, W) + b given dY; dX is None when ``need_dX`` is False.
     ``out`` may hold (dX, dW, db) output arrays.
 
@@ -53,39 +55,85 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     col2im) uses it; the others take the direct one, one thread per element of dX and of dW
     (gpulib/cnn/kernels.py), as cuDNN's forward and backward algorithms are chosen apart.
     ``reduction`` says how those direct kernels sum dW and db: "thread" (one thread per sum,
-    16.2) or "tree" (a block per sum, gpulib/reductions/tree.py); ``default_reduction()``
-    when None.
+    16.2), "tree" (a block per sum, gpulib/reductions/tree.py) or "staged" (a block per group of
+    images, each image staged in shared memory, gpulib/reductions/staged.py; stride 1 and an
+    image that fits ``staged.STAGED_BYTES``, else "tree"); ``default_reduction()`` when None.
+    ``input_grad`` says how they find dX: "gather" (one thread per element, 16.2) or "flipped"
+    (stride 1, padding below the filter's size: dY convolved, padding R - 1 - p, with W turned
+    180° and its channels swapped, by the forward algorithm ``algorithm`` names; else "gather").
     """
     need_dX = require_bool(need_dX, "need_dX")
     reduction = reduction or default_reduction()
     if reduction not in REDUCTIONS:
         raise ValueError(f"unknown reduction {reduction!r}; choose one of {REDUCTIONS}")
+    if input_grad not in INPUT_GRADS:
+        raise ValueError(f"unknown input_grad {input_grad!r}; choose one of {INPUT_GRADS}")
     N, Kc, Ho, Wo = check_conv_inputs(X, W, None, padding, stride)
     require(dY, "dY", 4, layout="[N, K, H', W']")
     if tuple(dY.shape) != (N, Kc, Ho, Wo):
         raise ValueError(f"dY must have the output's shape {(N, Kc, Ho, Wo)} (X's images, W's filters), "
                          f"not {tuple(dY.shape)}")
     out_dX, out_dW, out_db = outputs(out, ("dX", "dW", "db"))
-    backward = front.get(algorithm, X, W, None, padding, stride).backward
+    forward = front.get(algorithm, X, W, None, padding, stride)
     dX = output(out_dX, tuple(X.shape), "dX") if need_dX else None
     dW = output(out_dW, tuple(W.shape), "dW")
     db = output(out_db, (Kc,), "db")
     X, W, dY = map(to_device, (X, W, dY))
-    if backward is not None:
-        backward(X, W, dY, padding, stride, need_dX=need_dX, out=(dX, dW))
+    if reduction == "staged" and not _stages(X.shape, W.shape, dY.shape, padding, stride):
+        reduction = "tree"  # (what "staged" does where it cannot run)
+    if forward.backward is not None:
+        forward.backward(X, W, dY, padding, stride, need_dX=need_dX, out=(dX, dW))
     else:
         if need_dX:
-            grid, block = _grid_nchw(*X.shape)
-            kernels.conv2d_input_grad_kernel[grid, block](dY, W, dX, padding, stride)
+            _input_grad(X, W, dY, dX, padding, stride, forward, input_grad)
+        if reduction == "staged":
+            _staged_weight_and_bias_grad(X, dY, dW, db, padding)
+            return dX, dW, db
         if reduction == "tree":
             trees.weight_grad_tree_kernel[W.size, trees.BLOCK](X, dY, dW, padding, stride)
         else:
             kernels.conv2d_weight_grad_kernel[blocks(W.size, BLOCK_1D), BLOCK_1D](X, dY, dW, padding, stride)
     if reduction == "tree":
         trees.bias_grad_tree_kernel[Kc, trees.BLOCK](dY, db)
-    else:
+    else:  # ("staged" with an algorithm of its own gives dW; db is one thread's sum per channel)
         kernels.conv2d_bias_grad_kernel[blocks(Kc, BLOCK_1D), BLOCK_1D](dY, db)
     return dX, dW, db
+
+
+def _stages(X_shape, W_shape, dY_shape, padding: int, stride: int) -> bool:
+    """Whether reduction="staged" can take this layer: stride 1, one image of X and dY in STAGED_BYTES."""
+    N, C, H, W = X_shape
+    _, K, Ho, Wo = dY_shape
+    return stride == 1 and 4 * staged_sums.staged_floats(C, H, W, K, Ho, Wo, padding) <= staged_sums.STAGED_BYTES
+
+
+def _staged_weight_and_bias_grad(X, dY, dW, db, padding: int) -> None:
+    """dW and db by gpulib/reductions/staged.py: one launch for the blocks' partial sums, one to add them."""
+    N, C, H, W = X.shape
+    K, R, S = dW.shape[0], dW.shape[2], dW.shape[3]
+    rows = min(N, staged_sums.GROUPS)
+    sums = dW.size + K
+    partial = cuda.device_array((rows, sums), np.float32)
+    shared = 4 * staged_sums.staged_floats(C, H, W, K, dY.shape[2], dY.shape[3], padding)
+    staged_sums.weight_grad_staged_kernel[rows, staged_sums.block_threads(), 0, shared](X, dY, partial, R, S, padding)
+    staged_sums.sum_rows_kernel[blocks(sums, BLOCK_1D), BLOCK_1D](partial, rows, _flat(dW), db)
+
+
+def _input_grad(X, W, dY, dX, padding: int, stride: int, forward, how: str) -> None:
+    """dX into ``dX``: 16.2's gather kernel, or (``how`` "flipped", where it applies) the forward
+    convolution of dY with W turned 180° and its in- and out-channels swapped."""
+    K, C, R, S = W.shape
+    Wf_shape = (C, K, R, S)
+    if forward.precision != "fp32" or forward.supports(Wf_shape, 1) is not None:
+        forward = front.get("direct")  # (dX in float32, as the gather kernel gives it)
+    if how == "flipped" and stride == 1 and R == S and padding <= R - 1:
+        Wf = cuda.device_array(Wf_shape, np.float32)
+        zeros = cuda.device_array(C, np.float32)
+        kernels.flip_filters_kernel[blocks(W.size, BLOCK_1D), BLOCK_1D](W, Wf, zeros)
+        forward.run(dY, Wf, zeros, R - 1 - padding, 1, out=dX)
+        return
+    grid, block = _grid_nchw(*X.shape)
+    kernels.conv2d_input_grad_kernel[grid, block](dY, W, dX, padding, stride)
 
 
 def _flat(a):

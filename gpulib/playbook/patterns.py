@@ -67,6 +67,11 @@ PATTERNS: dict[str, tuple[str, str]] = {
     # 16.6
     "weight_grad_tree_kernel": (REDUCTION + " (shared-memory tree, one block per weight)", "16.6"),
     "bias_grad_tree_kernel": (REDUCTION + " (shared-memory tree, one block per channel)", "16.6"),
+    "weight_grad_staged_kernel": (REDUCTION + " (each image staged in shared memory, a row of partial sums per block)",
+                                  "16.6"),
+    "sum_rows_kernel": (REDUCTION + " (the blocks' partial sums added, one thread per sum)", "16.6"),
+    "flip_filters_kernel": ("layout change (filters turned 180°, channels swapped: dX as a forward convolution)",
+                            "16.6"),
     "spin_kernel": ("the profiler's wait (not part of the model)", "16.6"),
     "softmax_rows_kernel": (REDUCTION + " (shared-memory tree, one block per row)", "16.6"),
 }
