@@ -74,9 +74,11 @@ def test_conv_backward_staged_groups_images_and_flips_through_the_forward_algori
         gpulib.validate(g, expected, name=name, scale=size.max())
 
 
-@pytest.mark.parametrize("stride, padding, fits", [(1, 1, False), (2, 1, True), (1, 3, True)],
-                         ids=["image-too-big", "stride-2", "padding-3"])
-def test_conv_backward_staged_and_flipped_fall_back_where_they_cannot_run(rng, monkeypatch, stride, padding, fits):
+@pytest.mark.parametrize("stride, padding, fits, algorithm", [(1, 1, False, "direct"), (2, 1, True, "direct"),
+                                                             (1, 3, True, "direct"), (1, 1, True, "gemm")],
+                         ids=["image-too-big", "stride-2", "padding-3", "gemm-has-its-own"])
+def test_conv_backward_staged_and_flipped_fall_back_where_they_cannot_run(rng, monkeypatch, stride, padding, fits,
+                                                                          algorithm):
     from gpulib.reductions import staged
 
     if not fits:
@@ -85,7 +87,8 @@ def test_conv_backward_staged_and_flipped_fall_back_where_they_cannot_run(rng, m
     W = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
     dY = rng.standard_normal(ref.conv2d(X, W, None, padding, stride).shape).astype(np.float32)
     outs = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape), gpulib.poisoned((3,))
-    got = cnn.conv2d_backward(X, W, dY, padding, stride, out=outs, reduction="staged", input_grad="flipped")
+    got = cnn.conv2d_backward(X, W, dY, padding, stride, out=outs, reduction="staged", input_grad="flipped",
+                              algorithm=algorithm)
     for name, g, expected in zip(("dX", "dW", "db"), got, ref.conv2d_backward(X, W, dY, padding, stride)):
         gpulib.validate(g, expected, name=name)
 

@@ -56,8 +56,9 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     (gpulib/cnn/kernels.py), as cuDNN's forward and backward algorithms are chosen apart.
     ``reduction`` says how those direct kernels sum dW and db: "thread" (one thread per sum,
     16.2), "tree" (a block per sum, gpulib/reductions/tree.py) or "staged" (a block per group of
-    images, each image staged in shared memory, gpulib/reductions/staged.py; stride 1 and an
-    image that fits ``staged.STAGED_BYTES``, else "tree"); ``default_reduction()`` when None.
+    images, each image staged in shared memory, gpulib/reductions/staged.py; stride 1, an image
+    that fits ``staged.STAGED_BYTES`` and an algorithm without a backward pass of its own, else
+    "tree"); ``default_reduction()`` when None.
     ``input_grad`` says how they find dX: "gather" (one thread per element, 16.2) or "flipped"
     (stride 1, padding below the filter's size: dY convolved, padding R - 1 - p, with W turned
     180° and its channels swapped, by the forward algorithm ``algorithm`` names; else "gather").
@@ -79,8 +80,9 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     dW = output(out_dW, tuple(W.shape), "dW")
     db = output(out_db, (Kc,), "db")
     X, W, dY = map(to_device, (X, W, dY))
-    if reduction == "staged" and not _stages(X.shape, W.shape, dY.shape, padding, stride):
-        reduction = "tree"  # (what "staged" does where it cannot run)
+    if reduction == "staged" and (forward.backward is not None or not _stages(X.shape, W.shape, dY.shape, padding,
+                                                                             stride)):
+        reduction = "tree"  # (what "staged" does where it cannot run: db by the tree)
     if forward.backward is not None:
         forward.backward(X, W, dY, padding, stride, need_dX=need_dX, out=(dX, dW))
     else:
@@ -95,7 +97,7 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
             kernels.conv2d_weight_grad_kernel[blocks(W.size, BLOCK_1D), BLOCK_1D](X, dY, dW, padding, stride)
     if reduction == "tree":
         trees.bias_grad_tree_kernel[Kc, trees.BLOCK](dY, db)
-    else:  # ("staged" with an algorithm of its own gives dW; db is one thread's sum per channel)
+    else:
         kernels.conv2d_bias_grad_kernel[blocks(Kc, BLOCK_1D), BLOCK_1D](dY, db)
     return dX, dW, db
 
