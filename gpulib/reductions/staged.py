@@ -65,11 +65,15 @@ def weight_grad_staged_kernel(X, dY, partial, R, S, padding):
                 # unsigned offsets: a signed index would be tested for Python's negative ones
                 g = uint32(x_size + k * Ho * Wo)  # dY[n, k, 0, 0]
                 a = uint32((c * Hp + r) * Wp + s)  # X[n, c, r - p, s - p], padded
-                for y in range(Ho):
-                    for x in range(Wo):
-                        acc += staged[g + uint32(x)] * staged[a + uint32(x)]
-                    g += uint32(Wo)
-                    a += uint32(Wp)
+                wo, skip = uint32(Wo), uint32(Wp - Wo)
+                end = g + uint32(Ho) * wo
+                while g < end:  # row by row: g walks dY's plane, a the window's rows in X's
+                    row_end = g + wo
+                    while g < row_end:
+                        acc += staged[g] * staged[a]
+                        g += uint32(1)
+                        a += uint32(1)
+                    a += skip
             else:
                 g = uint32(x_size + (w - weights) * Ho * Wo)
                 for i in range(Ho * Wo):
