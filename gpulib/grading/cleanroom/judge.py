@@ -386,7 +386,5 @@ def grade_notebook(submitted, source, compile_kernels: bool = True) -> dict:
     """{test cell grade_id: Verdict} of a submitted notebook (nbformat dicts)."""
     start = time.monotonic()
     verdicts = grade_parts(*notebook_parts(submitted, source), compile_kernels=compile_kernels)
-    for v in verdicts.values():
-        v.stdout += "" if v.passed else ""
     grade_notebook.last_seconds = time.monotonic() - start
     return verdicts
