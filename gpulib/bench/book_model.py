@@ -459,16 +459,19 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     loss, grads = model.loss_and_grads(X_dev, y_dev)
     t_loss = torch_loss()
     t_loss.backward()
-    grad_errors = [
-        validate(
-            g,
-            p.grad.detach().cpu().numpy().astype(np.float64),
-            scale=float(p.grad.abs().max()) or 1.0,
-            rtol=1e-4,
-            name=f"grad {i} vs PyTorch",
-        ).rel_err
-        for i, (g, p) in enumerate(zip(grads, params))
-    ]
+    def errors_vs_torch(grads, label: str) -> list[float]:  # each gradient against PyTorch's (ValueError if off)
+        return [
+            validate(
+                g,
+                p.grad.detach().cpu().numpy().astype(np.float64),
+                scale=float(p.grad.abs().max()) or 1.0,
+                rtol=1e-4,
+                name=f"{label} {i} vs PyTorch",
+            ).rel_err
+            for i, (g, p) in enumerate(zip(grads, params))
+        ]
+
+    grad_errors = errors_vs_torch(grads, "grad")
     loss_diff = abs(loss - float(t_loss))
 
     def torch_step():
@@ -503,18 +506,11 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         "staged_replayed": ReplayedStep(steps["staged_replayed"], batch, lr),
         "staged_graph": ReplayedStep(steps["staged_graph"], batch, lr, graph=True),
     }
-    staged = BookCNN(channels=CHANNELS, **faster)
-    for p, value in zip(staged.params, model.host_params()):
-        p.copy_to_device(value)
-    staged_grad_errors = [
-        validate(g, p.grad.detach().cpu().numpy().astype(np.float64), scale=float(p.grad.abs().max()) or 1.0,
-                 rtol=1e-4, name=f"staged grad {i} vs PyTorch").rel_err
-        for i, (g, p) in enumerate(zip(staged.loss_and_grads(X_dev, y_dev)[1], params))
-    ]
     start = model.host_params()
     for m in steps.values():
         for p, value in zip(m.params, start):
             p.copy_to_device(value)
+    staged_grad_errors = errors_vs_torch(steps["staged_replayed"].loss_and_grads(X_dev, y_dev)[1], "staged grad")
     for _ in range(3):
         gpulib_step()
         for run in replayed.values():

@@ -80,8 +80,10 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     dW = output(out_dW, tuple(W.shape), "dW")
     db = output(out_db, (Kc,), "db")
     X, W, dY = map(to_device, (X, W, dY))
-    if reduction == "staged" and (forward.backward is not None or not _stages(X.shape, W.shape, dY.shape, padding,
-                                                                             stride)):
+    shared = None
+    if reduction == "staged" and forward.backward is None:
+        shared = _staged_shared_bytes(X.shape, dY.shape, padding, stride)
+    if reduction == "staged" and shared is None:
         reduction = "tree"  # (what "staged" does where it cannot run: db by the tree)
     if forward.backward is not None:
         forward.backward(X, W, dY, padding, stride, need_dX=need_dX, out=(dX, dW))
@@ -89,7 +91,7 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
         if need_dX:
             _input_grad(X, W, dY, dX, padding, stride, forward, input_grad)
         if reduction == "staged":
-            _staged_weight_and_bias_grad(X, dY, dW, db, padding)
+            _staged_weight_and_bias_grad(X, dY, dW, db, padding, shared)
             return dX, dW, db
         if reduction == "tree":
             trees.weight_grad_tree_kernel[W.size, trees.BLOCK](X, dY, dW, padding, stride)
@@ -102,21 +104,21 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     return dX, dW, db
 
 
-def _stages(X_shape, W_shape, dY_shape, padding: int, stride: int) -> bool:
-    """Whether reduction="staged" can take this layer: stride 1, one image of X and dY in STAGED_BYTES."""
-    N, C, H, W = X_shape
+def _staged_shared_bytes(X_shape, dY_shape, padding: int, stride: int) -> int | None:
+    """The shared memory reduction="staged" stages one image of X and dY in, or None where it cannot
+    take the layer (stride other than 1, or more than STAGED_BYTES)."""
+    _, C, H, W = X_shape
     _, K, Ho, Wo = dY_shape
-    return stride == 1 and 4 * staged_sums.staged_floats(C, H, W, K, Ho, Wo, padding) <= staged_sums.STAGED_BYTES
+    shared = 4 * staged_sums.staged_floats(C, H, W, K, Ho, Wo, padding)
+    return shared if stride == 1 and shared <= staged_sums.STAGED_BYTES else None
 
 
-def _staged_weight_and_bias_grad(X, dY, dW, db, padding: int) -> None:
+def _staged_weight_and_bias_grad(X, dY, dW, db, padding: int, shared: int) -> None:
     """dW and db by gpulib/reductions/staged.py: one launch for the blocks' partial sums, one to add them."""
-    N, C, H, W = X.shape
     K, R, S = dW.shape[0], dW.shape[2], dW.shape[3]
-    rows = min(N, staged_sums.GROUPS)
+    rows = min(X.shape[0], staged_sums.GROUPS)
     sums = dW.size + K
     partial = cuda.device_array((rows, sums), np.float32)
-    shared = 4 * staged_sums.staged_floats(C, H, W, K, dY.shape[2], dY.shape[3], padding)
     staged_sums.weight_grad_staged_kernel[rows, staged_sums.block_threads(), 0, shared](X, dY, partial, R, S, padding)
     staged_sums.sum_rows_kernel[blocks(sums, BLOCK_1D), BLOCK_1D](partial, rows, _flat(dW), db)
 
@@ -125,10 +127,10 @@ def _input_grad(X, W, dY, dX, padding: int, stride: int, forward, how: str) -> N
     """dX into ``dX``: 16.2's gather kernel, or (``how`` "flipped", where it applies) the forward
     convolution of dY with W turned 180° and its in- and out-channels swapped."""
     K, C, R, S = W.shape
-    Wf_shape = (C, K, R, S)
-    if forward.precision != "fp32" or forward.supports(Wf_shape, 1) is not None:
-        forward = front.get("direct")  # (dX in float32, as the gather kernel gives it)
     if how == "flipped" and stride == 1 and R == S and padding <= R - 1:
+        Wf_shape = (C, K, R, S)
+        if forward.precision != "fp32" or forward.supports(Wf_shape, 1) is not None:
+            forward = front.get("direct")  # (dX in float32, as the gather kernel gives it)
         Wf = cuda.device_array(Wf_shape, np.float32)
         zeros = cuda.device_array(C, np.float32)
         kernels.flip_filters_kernel[blocks(W.size, BLOCK_1D), BLOCK_1D](W, Wf, zeros)
