@@ -54,22 +54,18 @@ def test_conv_backward_staged_and_flipped_match_reference(case):
 
 
 @pytest.mark.parametrize("algorithm", ["direct", "implicit_precomp_gemm"])
-def test_conv_backward_staged_groups_images_and_flips_through_the_forward_algorithm(rng, algorithm):
+def test_conv_backward_staged_groups_images_and_flips_through_the_forward_algorithm(rng, monkeypatch, algorithm):
     # GROUPS lowered to 3, so that each block sums more than one image into its row of partial sums
     from gpulib.reductions import staged
 
+    monkeypatch.setattr(staged, "GROUPS", 3)  # blocks 0 to 2 take images 0, 3, 6 / 1, 4 / 2, 5
     X = rng.standard_normal((7, 3, 6, 5)).astype(np.float32)
     W = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
     dY = rng.standard_normal((7, 4, 6, 5)).astype(np.float32)
     want = ref.conv2d_backward(X, W, dY, 1, 1)
     sizes = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(dY), 1, 1)
-    saved, staged.GROUPS = staged.GROUPS, 3  # blocks 0 to 2 take images 0, 3, 6 / 1, 4 / 2, 5
-    try:
-        outs = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape), gpulib.poisoned((4,))
-        got = cnn.conv2d_backward(X, W, dY, 1, 1, out=outs, reduction="staged", input_grad="flipped",
-                                  algorithm=algorithm)
-    finally:
-        staged.GROUPS = saved
+    outs = gpulib.poisoned(X.shape), gpulib.poisoned(W.shape), gpulib.poisoned((4,))
+    got = cnn.conv2d_backward(X, W, dY, 1, 1, out=outs, reduction="staged", input_grad="flipped", algorithm=algorithm)
     for name, g, expected, size in zip(("dX", "dW", "db"), got, want, sizes):
         gpulib.validate(g, expected, name=name, scale=size.max())
 
