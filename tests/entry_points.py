@@ -1226,8 +1226,11 @@ add("gpulib.cnn.layers.max_pool2d_backward", Entry(
     lambda r: dict(_arrays(r, dY=(2, 3, 2, 2)), argmax=np.zeros((2, 3, 2, 2), np.int32), check_argmax=True),
     lambda a: layers.max_pool2d_backward(a["dY"], a["argmax"], (2, 3, 4, 4), 2, check_argmax=a["check_argmax"]),
     others={"check_argmax": _BOOL_CASES}, launches=True))
-add("gpulib.cnn.book_model.BookCNN", Entry(lambda r: dict(inplace_relu=False, reduction="tree", input_grad="gather"),
+add("gpulib.cnn.book_model.BookCNN", Entry(lambda r: dict(inplace_relu=False, reduction="tree", input_grad="gather",
+                                                         fused=False),
                                            lambda a: book_model.BookCNN(inplace_relu=a["inplace_relu"], reduction=a["reduction"],
-                                                                        input_grad=a["input_grad"]),
-                                           others={"inplace_relu": _BOOL_CASES}, choices=("reduction", "input_grad"),
-                                           optional=("reduction",)))
+                                                                        input_grad=a["input_grad"], fused=a["fused"]),
+                                           others={"inplace_relu": _BOOL_CASES, "fused": _BOOL_CASES},
+                                           choices=("reduction", "input_grad"), optional=("reduction",)),
+    Entry(lambda r: dict(classes=10, fused=True), lambda a: book_model.BookCNN(classes=a["classes"], fused=a["fused"]),
+          others={"classes": [("more than the fused loss kernel's 32", 33)]}, speaks={"classes": ("32",)}))

@@ -24,7 +24,9 @@ def _batch(rng, n):
 
 @pytest.mark.parametrize("algorithms, backward", [
     (("direct", "direct"), {}), (("gemm", "direct"), {}),
-    (("direct", "direct"), dict(reduction="staged", input_grad="flipped"))], ids=["direct", "gemm", "staged-flipped"])
+    (("direct", "direct"), dict(reduction="staged", input_grad="flipped")),
+    (("direct", "direct"), dict(reduction="staged", input_grad="flipped", fused=True))],
+    ids=["direct", "gemm", "staged-flipped", "fused-staged-flipped"])
 def test_replayed_steps_equal_eager_steps(rng, algorithms, backward):
     """Three steps on three different batches: the replayed model ends with the eager model's
     parameters bit for bit and returns the same losses (the same kernels in the same order)."""
@@ -39,7 +41,14 @@ def test_replayed_steps_equal_eager_steps(rng, algorithms, backward):
         for a, b in zip(eager.host_params(), replayed.host_params()):
             np.testing.assert_array_equal(a, b)
     names = step.recording.names
-    assert names.count("sgd_update_kernel") == 6 and "softmax_xent_kernel" in names
+    if backward.get("fused"):  # one launch in place of each group of small kernels
+        assert names.count("sgd_update_six_kernel") == 1 and names.count("relu_kernel") == 1, names
+        assert {"relu_max_pool_kernel", "dense_softmax_xent_kernel", "dense_weight_bias_grad_kernel",
+                "dense_pool_input_grad_kernel"} <= set(names), names
+        assert not {"sgd_update_kernel", "softmax_xent_kernel", "max_pool_kernel", "dense_forward_kernel"} & set(names)
+        assert len(names) == 15, names
+    else:
+        assert names.count("sgd_update_kernel") == 6 and "softmax_xent_kernel" in names
     if "gemm" in algorithms:  # im2col + GEMM: the library's product is replayed as a call
         assert {"numpy matmul", "cuBLAS sgemm"} & set(names), names
     if backward:  # the faster backward's kernels, and none of the ones they replace

@@ -25,8 +25,10 @@ def _batch(rng, n):
 
 @pytest.mark.parametrize("algorithms, backward", [
     (("direct", "direct"), {}), (("gemm", "implicit_precomp_gemm"), {}),
-    (("direct", "implicit_precomp_gemm"), dict(reduction="staged", input_grad="flipped"))],
-    ids=["direct", "gemm-implicit", "staged-flipped"])
+    (("direct", "implicit_precomp_gemm"), dict(reduction="staged", input_grad="flipped")),
+    (("direct", "direct"), dict(fused=True)),
+    (("direct", "implicit_precomp_gemm"), dict(reduction="staged", input_grad="flipped", fused=True))],
+    ids=["direct", "gemm-implicit", "staged-flipped", "fused", "fused-staged-flipped"])
 def test_book_cnn_gradients_match_float64(rng, algorithms, backward):
     model = BookCNN(channels=(2, 3), algorithms_per_layer=algorithms, seed=int(rng.integers(1000)), **backward)
     X, y = _batch(rng, 2)

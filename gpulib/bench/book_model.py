@@ -113,17 +113,19 @@ def median_wall_ms(step, repeat: int, warmup: int, synchronize=cuda.synchronize)
     return statistics.median(walls)
 
 
-# (batch, how the gradients dW and db are summed); "staged" also finds dX as a forward convolution ("flipped")
-BREAKDOWNS = ((64, "tree"), (4096, "thread"), (4096, "tree"), (256, "tree"), (256, "staged"))
+# (batch, how the gradients dW and db are summed, the small kernels fused); "staged" also finds dX as a
+# forward convolution ("flipped")
+BREAKDOWNS = ((64, "tree", False), (4096, "thread", False), (4096, "tree", False), (256, "tree", False),
+              (256, "staged", False), (256, "staged", True))
 
 
 def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat: int = 5) -> list[dict]:
     """One training step profiled: the median over ``repeat`` steps of each launch's time, and the
     step's wall time measured apart, without the profiler."""
     out = []
-    for batch, reduction in breakdowns:
+    for batch, reduction, fused in breakdowns:
         model = BookCNN(channels=CHANNELS, algorithms_per_layer=algorithms, reduction=reduction,
-                        input_grad="flipped" if reduction == "staged" else "gather")
+                        input_grad="flipped" if reduction == "staged" else "gather", fused=fused)
         X, y = _images(batch)
         X_dev, y_dev = cuda.to_device(X), cuda.to_device(y)
         step_wall_ms = median_wall_ms(lambda: model.step(model.loss_and_grads(X_dev, y_dev)[1], 1e-9), repeat,
@@ -145,7 +147,7 @@ def measure_breakdown(algorithms=("auto", "auto"), breakdowns=BREAKDOWNS, repeat
         resolved = [a if a != "auto" else autotune.cached_ranking(shape, W.shape, 1, 1)[0].name
                     for a, shape, W in zip(algorithms, ((batch, 1, 8, 8), (batch, CHANNELS[0], 8, 8)),
                                            (model.params[0], model.params[2]))]
-        out.append(dict(batch=batch, algorithms=resolved, reduction=reduction, input_grad=model.input_grad,
+        out.append(dict(batch=batch, algorithms=resolved, reduction=reduction, input_grad=model.input_grad, fused=fused,
                         kernels=kernels, ops=ops,
                         step_wall_ms=step_wall_ms,
                         step_gpu_ms=sum(o["ms"] for o in ops)))
@@ -494,23 +496,25 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         torch.cuda.synchronize()
 
     # the same step recorded once and replayed (gpulib/playbook/replay.py), as launches and as one
-    # CUDA graph; first three steps each from the same weights, which must end equal
-    # ("staged": the same model with 16.6's faster backward, gpulib.cnn.conv2d_backward's
-    # reduction="staged" and input_grad="flipped"; its gradients are checked against PyTorch's too)
-    faster = dict(reduction="staged", input_grad="flipped")
-    steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS),
-             "staged_replayed": BookCNN(channels=CHANNELS, **faster), "staged_graph": BookCNN(channels=CHANNELS, **faster)}
-    replayed = {
-        "replayed": ReplayedStep(steps["replayed"], batch, lr),
-        "graph": ReplayedStep(steps["graph"], batch, lr, graph=True),
-        "staged_replayed": ReplayedStep(steps["staged_replayed"], batch, lr),
-        "staged_graph": ReplayedStep(steps["staged_graph"], batch, lr, graph=True),
-    }
+    # CUDA graph; first three steps each from the same weights, which must end equal. The faster
+    # variants are the same model with 16.6's faster backward ("staged": gpulib.cnn.conv2d_backward's
+    # reduction="staged" and input_grad="flipped") and with the small kernels fused too ("fused",
+    # gpulib/cnn/fused.py); their gradients are checked against PyTorch's too
+    variants = {"staged": dict(reduction="staged", input_grad="flipped"),
+                "fused": dict(reduction="staged", input_grad="flipped", fused=True)}
+    steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS)}
+    replayed = {"replayed": ReplayedStep(steps["replayed"], batch, lr),
+                "graph": ReplayedStep(steps["graph"], batch, lr, graph=True)}
+    for name, options in variants.items():
+        for how, graph in (("replayed", False), ("graph", True)):
+            steps[f"{name}_{how}"] = BookCNN(channels=CHANNELS, **options)
+            replayed[f"{name}_{how}"] = ReplayedStep(steps[f"{name}_{how}"], batch, lr, graph=graph)
     start = model.host_params()
     for m in steps.values():
         for p, value in zip(m.params, start):
             p.copy_to_device(value)
-    staged_grad_errors = errors_vs_torch(steps["staged_replayed"].loss_and_grads(X_dev, y_dev)[1], "staged grad")
+    variant_grad_errors = {name: errors_vs_torch(steps[f"{name}_replayed"].loss_and_grads(X_dev, y_dev)[1], f"{name} grad")
+                           for name in variants}
     for _ in range(3):
         gpulib_step()
         for run in replayed.values():
@@ -530,9 +534,8 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     # the step's GPU time: CUDA events around the graph's replay (a graph's kernels run back to back)
     graph = replayed["graph"].graph
     gpu_ms = benchmark(graph.replay, repeat=repeat, flush_l2=False).median_ms if graph is not None else None
-    staged_graph = replayed["staged_graph"].graph
-    staged_gpu_ms = (benchmark(staged_graph.replay, repeat=repeat, flush_l2=False).median_ms
-                     if staged_graph is not None else None)
+    variant_gpu_ms = {name: (benchmark(replayed[f"{name}_graph"].graph.replay, repeat=repeat, flush_l2=False).median_ms
+                             if replayed[f"{name}_graph"].graph is not None else None) for name in variants}
 
     # the steps timed in turn, ``rounds`` times over: the spread between rounds is the run's
     # own noise, the median of the rounds its result
@@ -552,14 +555,13 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         gpu_ms=gpu_ms,
         replayed_ms=ms["replayed"],
         graph_ms=ms["graph"],
-        staged_gpu_ms=staged_gpu_ms,
-        staged_replayed_ms=ms["staged_replayed"],
-        staged_graph_ms=ms["staged_graph"],
-        staged_launches=len(replayed["staged_replayed"].recording.entries),
-        staged_grad_rel_err=staged_grad_errors,
-        rounds=[dict(t, replayed_ratio=t["replayed"] / t["torch"], graph_ratio=t["graph"] / t["torch"],
-                     staged_replayed_ratio=t["staged_replayed"] / t["torch"],
-                     staged_graph_ratio=t["staged_graph"] / t["torch"]) for t in timed],
+        **{key: value for name in variants for key, value in (
+            (f"{name}_gpu_ms", variant_gpu_ms[name]),
+            (f"{name}_replayed_ms", ms[f"{name}_replayed"]),
+            (f"{name}_graph_ms", ms[f"{name}_graph"]),
+            (f"{name}_launches", len(replayed[f"{name}_replayed"].recording.entries)),
+            (f"{name}_grad_rel_err", variant_grad_errors[name]))},
+        rounds=[dict(t, **{f"{name}_ratio": t[name] / t["torch"] for name in replayed}) for t in timed],
         graph_built=replayed["graph"].graph is not None,
         graph_error=replayed["graph"].graph_error,
         launches=len(rec.entries),
@@ -691,9 +693,18 @@ def table(results: dict) -> str:
                 f"{pt['replay_python_us_per_launch']:.1f} us of Python each; parameters after 3 steps "
                 f"differ from eager by {pt['replay_max_abs_diff']}"
             )
+        for name in ("staged", "fused"):
+            if f"{name}_replayed_ms" in pt:
+                gpu = pt[f"{name}_gpu_ms"]
+                lines.append(
+                    f"  {name}: replayed {pt[f'{name}_replayed_ms']:.3f} ms "
+                    f"({pt[f'{name}_replayed_ms'] / pt['torch_ms']:.2f}x), graph {pt[f'{name}_graph_ms']:.3f} ms "
+                    f"({pt[f'{name}_graph_ms'] / pt['torch_ms']:.2f}x), kernels "
+                    + (f"{gpu:.3f} ms" if gpu else "-") + f", {pt[f'{name}_launches']} launches, gradients within "
+                    f"{max(pt[f'{name}_grad_rel_err']):.1e} of PyTorch's"
+                )
         for i, t in enumerate(pt.get("rounds", []), 1):
-            lines.append(
-                f"  round {i}: gpulib {t['gpulib']:.3f}, replayed {t['replayed']:.3f} ({t['replayed_ratio']:.2f}x), "
-                f"graph {t['graph']:.3f} ({t['graph_ratio']:.2f}x), PyTorch {t['torch']:.3f} ms"
-            )
+            lines.append(f"  round {i}: gpulib {t['gpulib']:.3f}, PyTorch {t['torch']:.3f} ms; " + ", ".join(
+                f"{name} {t[name]:.3f} ({t[f'{name}_ratio']:.2f}x)" for name in t
+                if name not in ("gpulib", "torch") and not name.endswith("_ratio")))
     return "\n".join(lines)

@@ -15,10 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import is_device_array, require, require_bool, require_int_labels, to_device
+from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, is_device_array, require, require_bool, require_int_labels, to_device
+from gpulib.cnn import fused as fused_kernels
 from gpulib.cnn import layers
-from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_model_shape, reference_params
+from gpulib.cnn.layers import BLOCK_1D, TILE
+from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_grads, check_model_shape, reference_params
 from gpulib.conv import front
+from gpulib.env import cuda
 from gpulib.mlp import layers as mlp
 from gpulib.shapes import require_shape
 
@@ -28,28 +31,36 @@ class BookCNN(ImageClassifier):
 
     def __init__(self, image_shape=(1, 8, 8), channels=(8, 16), classes: int = 10, seed: int = 0,
                  algorithms_per_layer=("auto", "auto"), inplace_relu: bool = False, reduction: str | None = None,
-                 input_grad: str = "gather"):
+                 input_grad: str = "gather", fused: bool = False):
         """``algorithms_per_layer``: for each conv layer a name of gpulib.conv.algorithms.ALGORITHMS
         or "auto". ``inplace_relu``: ReLU overwrites the convolution's output (its backward pass
         needs only ReLU's output), which saves one activation per layer. ``reduction``: how the
         direct backward kernels sum dW and db ("thread", "tree" or "staged") and ``input_grad`` how
-        they find the first layer's dX ("gather" or "flipped"), see gpulib.cnn.conv2d_backward."""
+        they find the first layer's dX ("gather" or "flipped"), see gpulib.cnn.conv2d_backward.
+        ``fused``: the step's small kernels fused (gpulib/cnn/fused.py): ReLU with the pooling,
+        the FC layer with softmax, the loss and its gradient, FC's backward with the pooling's and
+        ReLU's, one SGD launch for all six parameters (at most 32 classes)."""
         names = front.CHOICES
         channels = require_shape(channels, "channels", "[C1, C2]")
         if (not isinstance(algorithms_per_layer, (tuple, list)) or len(algorithms_per_layer) != 2
                 or any(a not in names for a in algorithms_per_layer)):
             raise ValueError(f"algorithms_per_layer must be two of {names}, not {algorithms_per_layer!r}")
         inplace_relu = require_bool(inplace_relu, "inplace_relu")
+        fused = require_bool(fused, "fused")
         if reduction is not None and reduction not in layers.REDUCTIONS:
             raise ValueError(f"reduction must be None or one of {layers.REDUCTIONS}, not {reduction!r}")
         if input_grad not in layers.INPUT_GRADS:
             raise ValueError(f"input_grad must be one of {layers.INPUT_GRADS}, not {input_grad!r}")
         (C, H, W), classes, seed = check_model_shape(image_shape, classes, seed)
+        if fused and classes > fused_kernels.MAX_CLASSES:
+            raise ValueError(f"classes {classes}: fused=True takes at most {fused_kernels.MAX_CLASSES} (a row of "
+                             f"{fused_kernels.LANES} threads per class in one block of dense_softmax_xent_kernel)")
         self.image_shape, self.channels, self.classes = (C, H, W), tuple(channels), classes
         self.algorithms = tuple(algorithms_per_layer)
         self.inplace_relu = inplace_relu
         self.reduction = reduction
         self.input_grad = input_grad
+        self.fused = fused
         self.profiler = NO_PROFILER
         rng = np.random.default_rng(seed)
         C1, C2 = channels
@@ -63,8 +74,9 @@ class BookCNN(ImageClassifier):
     def _relu(self, Z):
         return layers.relu(Z, out=Z if self.inplace_relu else None)
 
-    def _forward(self, X):
-        """Every intermediate tensor the backward pass needs, by name."""
+    def _forward(self, X, logits: bool = True):
+        """Every intermediate tensor the backward pass needs, by name (the FC layer's logits too,
+        unless ``logits`` is False: the fused step finds them inside its loss kernel)."""
         W1, b1, W2, b2, Wf, bf = self.params
         op = self.profiler.op
         t = dict(X=X)
@@ -74,13 +86,18 @@ class BookCNN(ImageClassifier):
             t["relu1"] = self._relu(t["conv1"])
         with op("conv2 forward"):
             t["conv2"] = layers.conv2d_forward(t["relu1"], W2, b2, padding=1, algorithm=self.algorithms[1])
-        with op("relu2"):
-            t["relu2"] = self._relu(t["conv2"])
-        with op("max pool"):
-            t["pool"], t["argmax"] = layers.max_pool2d(t["relu2"], 2)
+        if self.fused:
+            with op("relu2 + max pool"):
+                t["pool"], t["argmax"] = _relu_max_pool(t["conv2"])
+        else:
+            with op("relu2"):
+                t["relu2"] = self._relu(t["conv2"])
+            with op("max pool"):
+                t["pool"], t["argmax"] = layers.max_pool2d(t["relu2"], 2)
         t["flat"] = t["pool"].reshape(t["pool"].shape[0], t["pool"].size // t["pool"].shape[0])
-        with op("fc forward"):
-            t["logits"] = mlp.dense_forward(t["flat"], Wf, bf, "identity")
+        if logits:
+            with op("fc forward"):
+                t["logits"] = mlp.dense_forward(t["flat"], Wf, bf, "identity")
         return t
 
     def loss_and_grads(self, X, labels):
@@ -104,9 +121,11 @@ class BookCNN(ImageClassifier):
         if tuple(X.shape[1:]) != self.image_shape or labels.shape[0] != X.shape[0]:
             raise ValueError(f"X must be [N, *{self.image_shape}] and labels [N]: got X {tuple(X.shape)}, labels "
                              f"{tuple(labels.shape)} (one label per image of X)")
+        if self.fused:
+            return self._fused_loss_and_grads(X, labels)
         op = self.profiler.op
         t = self._forward(X)
-        W1, _, W2, _, Wf, _ = self.params
+        Wf = self.params[4]
         with op("softmax + loss"):
             P, losses = mlp.softmax_cross_entropy(t["logits"], labels, check_labels=False)  # checked
         with op("softmax backward"):
@@ -118,16 +137,88 @@ class BookCNN(ImageClassifier):
                                             check_argmax=False)  # argmax is max_pool2d's own
         with op("relu2 backward"):
             d_conv2 = layers.relu_backward(t["relu2"], d_relu2)
-        with op("conv2 backward"):
-            d_relu1, dW2, db2 = layers.conv2d_backward(t["relu1"], W2, d_conv2, padding=1,
-                                                  algorithm=self.algorithms[1], reduction=self.reduction,
-                                                  input_grad=self.input_grad)
-        with op("relu1 backward"):
-            d_conv1 = layers.relu_backward(t["relu1"], d_relu1)
-        with op("conv1 backward"):
-            _, dW1, db1 = layers.conv2d_backward(t["X"], W1, d_conv1, padding=1, need_dX=False,
-                                            algorithm=self.algorithms[0], reduction=self.reduction)
-        return losses, [dW1, db1, dW2, db2, dWf, dbf]
+        return losses, [*self._conv_grads(t["X"], t["relu1"], d_conv2), dWf, dbf]
+
+    def _fused_loss_and_grads(self, X, labels):
+        """device_loss_and_grads with gpulib/cnn/fused.py's kernels (X and labels checked)."""
+        op = self.profiler.op
+        t = self._forward(X, logits=False)
+        Wf, bf = self.params[4:]
+        with op("fc + softmax + loss"):
+            losses, dZ = _dense_softmax_xent(t["flat"], Wf, bf, labels)
+        with op("fc backward"):
+            dWf, dbf = _dense_weight_bias_grad(dZ, t["flat"], Wf.shape)
+        with op("fc + max pool + relu2 backward"):
+            d_conv2 = _dense_pool_input_grad(dZ, Wf, t["pool"], t["argmax"], t["conv2"].shape)
+        return losses, [*self._conv_grads(t["X"], t["relu1"], d_conv2), dWf, dbf]
+
+    def _conv_grads(self, X, relu1, d_conv2):
+        """[dW1, db1, dW2, db2] from dL/d(conv2's output), back through conv2, ReLU and conv1."""
+        W1, W2 = self.params[0], self.params[2]
+        d_relu1, dW2, db2 = self._conv_backward(1, relu1, W2, d_conv2, need_dX=True)
+        with self.profiler.op("relu1 backward"):
+            d_conv1 = layers.relu_backward(relu1, d_relu1)
+        _, dW1, db1 = self._conv_backward(0, X, W1, d_conv1, need_dX=False)
+        return [dW1, db1, dW2, db2]
+
+    def _conv_backward(self, layer: int, X, W, dY, need_dX: bool):
+        with self.profiler.op(f"conv{layer + 1} backward"):
+            return layers.conv2d_backward(X, W, dY, padding=1, need_dX=need_dX, algorithm=self.algorithms[layer],
+                                          reduction=self.reduction, input_grad=self.input_grad)
+
+    def step(self, grads, lr: float) -> None:
+        """One SGD step (ImageClassifier.step); with ``fused``, one launch for all six parameters."""
+        if not self.fused:
+            return super().step(grads, lr)
+        check_grads(grads, self.params, lr)
+        with self.profiler.op("SGD update"):
+            _sgd_update_six(self.params, grads, lr)
+        return None
+
+
+def _planes_grid(N, C, H, W):
+    """A 2-D block over one image plane's (x, y), blockIdx.z walking the N·C planes (as 16.2's kernels)."""
+    bx, by = block_edge(W, TILE), block_edge(H, TILE)
+    return (blocks(W, bx), blocks(H, by), min(N * C, MAX_GRID_Z)), (bx, by)
+
+
+def _relu_max_pool(Z):
+    N, C, H, W = Z.shape
+    Y = cuda.device_array((N, C, H // 2, W // 2), np.float32)
+    argmax = cuda.device_array(Y.shape, np.int32)
+    grid, block = _planes_grid(*Y.shape)
+    fused_kernels.relu_max_pool_kernel[grid, block](Z, 2, Y, argmax)
+    return Y, argmax
+
+
+def _dense_softmax_xent(X, W, b, labels):
+    N, classes = X.shape[0], W.shape[0]
+    losses = cuda.device_array(N, np.float32)
+    dZ = cuda.device_array((N, classes), np.float32)
+    fused_kernels.dense_softmax_xent_kernel[N, (fused_kernels.LANES, classes)](X, W, b, labels, losses, dZ)
+    return losses, dZ
+
+
+def _dense_weight_bias_grad(dZ, X, W_shape):
+    classes, n_in = W_shape
+    dW = cuda.device_array(W_shape, np.float32)
+    db = cuda.device_array(classes, np.float32)
+    grid = (blocks(n_in + 1, fused_kernels.LANES), classes)  # column n_in is the bias
+    fused_kernels.dense_weight_bias_grad_kernel[grid, (fused_kernels.LANES, fused_kernels.SLICES)](dZ, X, dW, db)
+    return dW, db
+
+
+def _dense_pool_input_grad(dZ, W, Y, argmax, input_shape):
+    dX = cuda.device_array(input_shape, np.float32)
+    grid, block = _planes_grid(*input_shape)
+    fused_kernels.dense_pool_input_grad_kernel[grid, block](dZ, W, Y, argmax, 2, dX)
+    return dX
+
+
+def _sgd_update_six(params, grads, lr: float) -> None:
+    flat = [a for p, g in zip(params, grads) for a in (p.ravel(), to_device(g).ravel())]
+    total = sum(p.size for p in params)
+    fused_kernels.sgd_update_six_kernel[blocks(total, BLOCK_1D), BLOCK_1D](*flat, np.float32(lr))
 
 
 

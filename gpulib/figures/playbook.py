@@ -16,7 +16,7 @@ def plot_breakdown(breakdowns: list[dict]):
 
     fig, axes = plt.subplots(len(breakdowns), 1, figsize=(9, 1.6 + 1.1 * len(breakdowns)), squeeze=False)
     cmap = plt.get_cmap("tab20")
-    names = [o["op"] for o in breakdowns[0]["ops"]]
+    names = list(dict.fromkeys(o["op"] for bd in breakdowns for o in bd["ops"]))  # one colour per operation
     for ax, bd in zip(axes[:, 0], breakdowns):
         left = 0.0
         total = sum(o["ms"] for o in bd["ops"])
@@ -28,7 +28,8 @@ def plot_breakdown(breakdowns: list[dict]):
             left += o["ms"]
         ax.set_yticks([])
         ax.set_xlim(0, total * 1.01)
-        ax.set_title(f"배치 {bd['batch']}, {' / '.join(bd['algorithms'])}, dW·db 합산: {bd['reduction']} — "
+        fused = ", 융합 커널" if bd.get("fused") else ""
+        ax.set_title(f"배치 {bd['batch']}, {' / '.join(bd['algorithms'])}, dW·db 합산: {bd['reduction']}{fused} — "
                      f"GPU {total:.2f} ms, 벽시계 {bd['step_wall_ms']:.2f} ms", fontsize=9)
     axes[-1, 0].set_xlabel("한 학습 스텝의 GPU 시간 (ms)")
     fig.tight_layout()

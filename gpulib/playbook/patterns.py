@@ -72,6 +72,11 @@ PATTERNS: dict[str, tuple[str, str]] = {
     "sum_rows_kernel": (REDUCTION + " (the blocks' partial sums added, one thread per sum)", "16.6"),
     "flip_filters_kernel": ("layout change (filters turned 180°, channels swapped: dX as a forward convolution)",
                             "16.6"),
+    "relu_max_pool_kernel": ("fused: ReLU and the pooling window in one pass", "16.6"),
+    "dense_softmax_xent_kernel": ("fused: FC logits (a block per sample), softmax, loss and its gradient", "16.6"),
+    "dense_weight_bias_grad_kernel": ("fused: " + REDUCTION + " over the batch, dW and db in one launch", "16.6"),
+    "dense_pool_input_grad_kernel": ("fused: FC input gradient, pooling and ReLU backward as one gather", "16.6"),
+    "sgd_update_six_kernel": ("fused: " + ELEMENTWISE + ", every parameter in one launch", "16.6"),
     "spin_kernel": ("the profiler's wait (not part of the model)", "16.6"),
     "softmax_rows_kernel": (REDUCTION + " (shared-memory tree, one block per row)", "16.6"),
 }
