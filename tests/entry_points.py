@@ -495,7 +495,13 @@ add("gpulib.cnn.layers.conv2d_backward", backward_entry(layers.conv2d_backward),
                          reduction="tree", input_grad="flipped"),
           lambda a: layers.conv2d_backward(a["X"], a["W"], a["dY"], 1, 1, algorithm=a["algorithm"],
                                            reduction=a["reduction"], input_grad=a["input_grad"]),
-          choices=("algorithm", "reduction", "input_grad"), optional=("reduction",), launches=True))
+          choices=("algorithm", "reduction", "input_grad"), optional=("reduction",), launches=True),
+    Entry(lambda r: dict(_conv_args(r), dY=r.standard_normal((2, 4, 6, 5)).astype(f32),
+                         relu_output=r.standard_normal((2, 4, 6, 5)).astype(f32), need_dX=False),
+          lambda a: layers.conv2d_backward(a["X"], a["W"], a["dY"], 1, 1, need_dX=a["need_dX"], reduction="staged",
+                                           relu_output=a["relu_output"]),
+          arrays=("relu_output",), optional=("relu_output",), tied={"relu_output": (0, 1, 2, 3)},
+          others={"need_dX": _BOOL_CASES}, speaks={"relu_output": ("dY",)}, launches=True))
 add("gpulib.reductions.softmax.softmax_rows", Entry(lambda r: _arrays(r, Z=(3, 5)), lambda a: softmax.softmax_rows(a["Z"]),
                                                     arrays=("Z",), launches=True))
 add("gpulib.reductions.softmax.reduction_steps", Entry(lambda r: dict(cols=10), lambda a: softmax.reduction_steps(a["cols"]),

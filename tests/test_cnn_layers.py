@@ -89,6 +89,27 @@ def test_conv_backward_staged_and_flipped_fall_back_where_they_cannot_run(rng, m
         gpulib.validate(g, expected, name=name)
 
 
+@pytest.mark.parametrize("reduction, need_dX", [("staged", False), ("staged", True), ("tree", False)],
+                         ids=["folded-into-staged", "with-dX", "tree"])
+def test_conv_backward_takes_relus_backward_with_relu_output(rng, reduction, need_dX):
+    # dY is the gradient of H = ReLU(the layer's output): the pass must use dY where H > 0 and 0 elsewhere
+    X = rng.standard_normal((3, 2, 6, 5)).astype(np.float32)
+    W = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+    H = np.maximum(rng.standard_normal((3, 4, 6, 5)), 0.0).astype(np.float32)  # about half of it 0
+    dY = rng.standard_normal(H.shape).astype(np.float32)
+    masked = dY * (H > 0)
+    outs = gpulib.poisoned(X.shape) if need_dX else None, gpulib.poisoned(W.shape), gpulib.poisoned((4,))
+    got = cnn.conv2d_backward(X, W, dY, 1, 1, out=outs, need_dX=need_dX, reduction=reduction, relu_output=H)
+    want = ref.conv2d_backward(X, W, masked, 1, 1)
+    sizes = ref.conv2d_backward(np.abs(X), np.abs(W), np.abs(masked), 1, 1)
+    for name, g, expected, size in zip(("dX", "dW", "db"), got, want, sizes):
+        if g is not None:
+            gpulib.validate(g, expected, name=name, scale=size.max())
+    assert (got[0] is None) == (not need_dX)
+    with pytest.raises(ValueError, match="relu_output must have dY's shape"):
+        cnn.conv2d_backward(X, W, dY, 1, 1, relu_output=np.ascontiguousarray(H[:, :2]))
+
+
 def test_conv_backward_refuses_an_unknown_input_grad():
     with pytest.raises(ValueError, match="unknown input_grad 'scatter'; choose one of"):
         cnn.conv2d_backward(np.ones((1, 1, 3, 3), np.float32), np.ones((1, 1, 3, 3), np.float32),

@@ -39,7 +39,8 @@ class BookCNN(ImageClassifier):
         they find the first layer's dX ("gather" or "flipped"), see gpulib.cnn.conv2d_backward.
         ``fused``: the step's small kernels fused (gpulib/cnn/fused.py): ReLU with the pooling,
         the FC layer with softmax, the loss and its gradient, FC's backward with the pooling's and
-        ReLU's, one SGD launch for all six parameters (at most 32 classes)."""
+        ReLU's, conv1's backward with ReLU's (gpulib.cnn.conv2d_backward's ``relu_output``), one SGD
+        launch for all six parameters (at most 32 classes)."""
         names = front.CHOICES
         channels = require_shape(channels, "channels", "[C1, C2]")
         if (not isinstance(algorithms_per_layer, (tuple, list)) or len(algorithms_per_layer) != 2
@@ -156,15 +157,19 @@ class BookCNN(ImageClassifier):
         """[dW1, db1, dW2, db2] from dL/d(conv2's output), back through conv2, ReLU and conv1."""
         W1, W2 = self.params[0], self.params[2]
         d_relu1, dW2, db2 = self._conv_backward(1, relu1, W2, d_conv2, need_dX=True)
-        with self.profiler.op("relu1 backward"):
-            d_conv1 = layers.relu_backward(relu1, d_relu1)
-        _, dW1, db1 = self._conv_backward(0, X, W1, d_conv1, need_dX=False)
+        if self.fused:  # ReLU's backward inside conv1's (folded into the staged kernel where it runs)
+            _, dW1, db1 = self._conv_backward(0, X, W1, d_relu1, need_dX=False, relu_output=relu1)
+        else:
+            with self.profiler.op("relu1 backward"):
+                d_conv1 = layers.relu_backward(relu1, d_relu1)
+            _, dW1, db1 = self._conv_backward(0, X, W1, d_conv1, need_dX=False)
         return [dW1, db1, dW2, db2]
 
-    def _conv_backward(self, layer: int, X, W, dY, need_dX: bool):
-        with self.profiler.op(f"conv{layer + 1} backward"):
+    def _conv_backward(self, layer: int, X, W, dY, need_dX: bool, relu_output=None):
+        name = f"conv{layer + 1} backward" + (" + relu1 backward" if relu_output is not None else "")
+        with self.profiler.op(name):
             return layers.conv2d_backward(X, W, dY, padding=1, need_dX=need_dX, algorithm=self.algorithms[layer],
-                                          reduction=self.reduction, input_grad=self.input_grad)
+                                          reduction=self.reduction, input_grad=self.input_grad, relu_output=relu_output)
 
     def step(self, grads, lr: float) -> None:
         """One SGD step (ImageClassifier.step); with ``fused``, one launch for all six parameters."""

@@ -47,7 +47,8 @@ def default_reduction() -> str:
 
 
 def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: bool = True, out=None,
-                    algorithm: str = "direct", reduction: str | None = None, input_grad: str = "gather"):
+                    algorithm: str = "direct", reduction: str | None = None, input_grad: str = "gather",
+                    relu_output=None):
     """(dX, dW, db) of Y = conv2d(X, W) + b given dY; dX is None when ``need_dX`` is False.
     ``out`` may hold (dX, dW, db) output arrays.
 
@@ -62,6 +63,9 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     ``input_grad`` says how they find dX: "gather" (one thread per element, 16.2) or "flipped"
     (stride 1, padding below the filter's size: dY convolved, padding R - 1 - p, with W turned
     180° and its channels swapped, by the forward algorithm ``algorithm`` names; else "gather").
+    ``relu_output``: H = ReLU(this layer's output), when dY is the gradient of H rather than of the
+    output: the pass then takes dY ⊙ [H > 0], ReLU's backward, folded into the staged kernel where
+    it runs with ``need_dX`` False, else as one relu_backward launch first.
     """
     need_dX = require_bool(need_dX, "need_dX")
     reduction = reduction or default_reduction()
@@ -74,6 +78,11 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
     if tuple(dY.shape) != (N, Kc, Ho, Wo):
         raise ValueError(f"dY must have the output's shape {(N, Kc, Ho, Wo)} (X's images, W's filters), "
                          f"not {tuple(dY.shape)}")
+    if relu_output is not None:
+        require(relu_output, "relu_output", 4, layout="[N, K, H', W']")
+        if tuple(relu_output.shape) != tuple(dY.shape):
+            raise ValueError(f"relu_output must have dY's shape {tuple(dY.shape)} (the ReLU of this layer's "
+                             f"output), not {tuple(relu_output.shape)}")
     out_dX, out_dW, out_db = outputs(out, ("dX", "dW", "db"))
     forward = front.get(algorithm, X, W, None, padding, stride)
     dX = output(out_dX, tuple(X.shape), "dX") if need_dX else None
@@ -85,13 +94,17 @@ def conv2d_backward(X, W, dY, padding: int = 0, stride: int = 1, *, need_dX: boo
         shared = _staged_shared_bytes(X.shape, dY.shape, padding, stride)
     if reduction == "staged" and shared is None:
         reduction = "tree"  # (what "staged" does where it cannot run: db by the tree)
+    relu_output = None if relu_output is None else to_device(relu_output)
+    if relu_output is not None and (need_dX or reduction != "staged"):
+        dY = relu_backward(relu_output, dY)  # not folded: ReLU's backward as a launch of its own
+        relu_output = None
     if forward.backward is not None:
         forward.backward(X, W, dY, padding, stride, need_dX=need_dX, out=(dX, dW))
     else:
         if need_dX:
             _input_grad(X, W, dY, dX, padding, stride, forward, input_grad)
         if reduction == "staged":
-            _staged_weight_and_bias_grad(X, dY, dW, db, padding, shared)
+            _staged_weight_and_bias_grad(X, dY, relu_output, dW, db, padding, shared)
             return dX, dW, db
         if reduction == "tree":
             trees.weight_grad_tree_kernel[W.size, trees.BLOCK](X, dY, dW, padding, stride)
@@ -113,13 +126,16 @@ def _staged_shared_bytes(X_shape, dY_shape, padding: int, stride: int) -> int | 
     return shared if stride == 1 and shared <= staged_sums.STAGED_BYTES else None
 
 
-def _staged_weight_and_bias_grad(X, dY, dW, db, padding: int, shared: int) -> None:
-    """dW and db by gpulib/reductions/staged.py: one launch for the blocks' partial sums, one to add them."""
+def _staged_weight_and_bias_grad(X, dY, H, dW, db, padding: int, shared: int) -> None:
+    """dW and db by gpulib/reductions/staged.py: one launch for the blocks' partial sums, one to add
+    them; where H (a ReLU's output) is given, dY counts only where H > 0."""
     K, R, S = dW.shape[0], dW.shape[2], dW.shape[3]
     rows = min(X.shape[0], staged_sums.GROUPS)
     sums = dW.size + K
     partial = cuda.device_array((rows, sums), np.float32)
-    staged_sums.weight_grad_staged_kernel[rows, staged_sums.block_threads(), 0, shared](X, dY, partial, R, S, padding)
+    mask = dY if H is None else H  # (read only where H is given)
+    staged_sums.weight_grad_staged_kernel[rows, staged_sums.block_threads(), 0, shared](X, dY, mask, H is not None,
+                                                                                        partial, R, S, padding)
     staged_sums.sum_rows_kernel[blocks(sums, BLOCK_1D), BLOCK_1D](partial, rows, _flat(dW), db)
 
 

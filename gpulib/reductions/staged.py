@@ -34,11 +34,12 @@ def block_threads() -> int:
 
 
 @cuda.jit
-def weight_grad_staged_kernel(X, dY, partial, R, S, padding):
+def weight_grad_staged_kernel(X, dY, relu_out, masked, partial, R, S, padding):
     """Row b of ``partial`` [blocks, K·C·R·S + K]: for each weight (k, c, r, s) and, after them,
     each bias k, the sum over images b, b + gridDim.x, ... of dY[n, k, y, x]·X[n, c, y + r - p,
     x + s - p] (the weight) or of dY[n, k, y, x] (the bias). Stride 1; the dynamic shared memory
-    holds ``staged_floats`` floats."""
+    holds ``staged_floats`` floats. With ``masked``, dY is the gradient of ``relu_out`` = ReLU(the
+    layer's output) and counts only where relu_out > 0: ReLU's backward pass, done while dY is staged."""
     staged = cuda.shared.array(0, float32)
     N, C, H, W = X.shape
     K, Ho, Wo = dY.shape[1], dY.shape[2], dY.shape[3]
@@ -55,7 +56,8 @@ def weight_grad_staged_kernel(X, dY, partial, R, S, padding):
             staged[e] = X[n, c, iy, ix] if 0 <= iy < H and 0 <= ix < W else float32(0.0)
         for e in range(t, y_size, threads):  # dY[n], as it lies: staged[x_size + (k·Ho + y)·Wo + x]
             k, rest = e // (Ho * Wo), e % (Ho * Wo)
-            staged[x_size + e] = dY[n, k, rest // Wo, rest % Wo]
+            g = dY[n, k, rest // Wo, rest % Wo]
+            staged[x_size + e] = g if not masked or relu_out[n, k, rest // Wo, rest % Wo] > float32(0.0) else float32(0.0)
         cuda.syncthreads()
         for w in range(t, weights + K, threads):
             acc = float32(0.0)
