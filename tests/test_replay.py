@@ -120,6 +120,35 @@ def test_replayed_step_checks_its_inputs(rng):
     assert step.recording is None  # nothing was recorded, nothing launched
 
 
+@pytest.mark.parametrize("bad", ["nan", "inf", "label"])
+def test_replayed_step_checks_device_inputs_in_its_staging_launch(rng, bad):
+    """Device inputs are checked by the launch that copies them in: a NaN, an infinity or a label
+    out of range is refused with the eager step's message and leaves the parameters as they
+    were; the next good batch steps as the eager model does."""
+    eager = BookCNN(channels=(2, 2), algorithms_per_layer=("direct", "direct"), seed=2)
+    model = BookCNN(channels=(2, 2), algorithms_per_layer=("direct", "direct"), seed=2)
+    step = ReplayedStep(model, batch=3, lr=0.1)
+    X, y = _batch(rng, 3)
+    step(cuda.to_device(X), cuda.to_device(y))  # recorded
+    eager.step(eager.loss_and_grads(X, y)[1], 0.1)
+    before = model.host_params()
+    X_bad, y_bad = X.copy(), y.copy()
+    if bad == "label":
+        y_bad[2] = 10
+    else:
+        X_bad[1, 0, 4, 5] = np.nan if bad == "nan" else -np.inf
+    message = r"labels must lie in \[0, 10\)" if bad == "label" else "NaN or infinite"
+    with pytest.raises(ValueError, match=message):
+        step(cuda.to_device(X_bad), cuda.to_device(y_bad))
+    for a, b in zip(before, model.host_params()):
+        np.testing.assert_array_equal(a, b)
+    X2, y2 = _batch(rng, 3)
+    assert step(cuda.to_device(X2), cuda.to_device(y2)) == eager.loss_and_grads(X2, y2)[0]
+    eager.step(eager.loss_and_grads(X2, y2)[1], 0.1)
+    for a, b in zip(eager.host_params(), model.host_params()):
+        np.testing.assert_array_equal(a, b)
+
+
 @cuda.jit
 def _scaled_copy(src, dst, factor):
     i = cuda.grid(1)

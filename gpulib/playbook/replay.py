@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpulib import launch
-from gpulib.arrays import require_bool, require_int, require_int_labels, require_learning_rate, to_device
+from gpulib.arrays import is_device_array, require_bool, require_int, require_int_labels, require_learning_rate, to_device
 from gpulib.env import cuda, on_gpu
 
 
@@ -153,6 +154,24 @@ def record():
             undo.pop()()
 
 
+@cuda.jit
+def stage_inputs_kernel(X, labels, X_buf, labels_buf, classes, bad):
+    """The step's inputs copied into its buffers (flat X and labels) and checked on the way:
+    bad[0] = 1 if an element of X is NaN or infinite, bad[1] = 1 if a label lies outside
+    [0, classes). ``bad`` starts at 0 and is set back to 0 by the host after a bad batch."""
+    i = cuda.grid(1)
+    if i < X.shape[0]:
+        v = X[i]
+        X_buf[i] = v
+        if math.isnan(v) or math.isinf(v):
+            bad[0] = 1
+    if i < labels.shape[0]:
+        label = labels[i]
+        labels_buf[i] = label
+        if label < 0 or label >= classes:
+            bad[1] = 1
+
+
 class ReplayedStep:
     """Training steps of a ``BookCNN`` on batches of one size, recorded once and replayed.
 
@@ -160,7 +179,8 @@ class ReplayedStep:
         loss = step(X, labels)      # the same result as model.loss_and_grads + model.step
 
     Every call checks X and the labels as the eager step does and copies them into the step's
-    input buffers. The first call runs the step once to compile its kernels and settle the
+    input buffers (device arrays of the step's shapes in one launch, stage_inputs_kernel, that
+    copies and checks at once, and one read of its flags). The first call runs the step once to compile its kernels and settle the
     auto-tuner's picks, then runs it again while recording (that run is the step the call
     returns); later calls replay the recording. ``graph=True`` replays it as one CUDA graph
     where there is a GPU and the step calls no cuBLAS; otherwise it replays the launches and
@@ -184,6 +204,27 @@ class ReplayedStep:
         self.recording: Recording | None = None
         self.graph: Graph | None = None
         self.graph_error: str | None = None  # why graph=True could not build one
+        self._bad = None  # stage_inputs_kernel's two flags, made at the first call
+
+    def _staged(self, X, labels) -> bool:
+        """Device X [batch, *image_shape] float32 and labels [batch] int32, C-contiguous: copied into
+        the step's buffers and their values checked by one launch and one read of two flags (in
+        place of two checks and two copies, each waiting for the GPU). False, with nothing
+        copied, for anything else; False too where a flag is set (the caller's checks then say
+        what is wrong)."""
+        shape = (self.batch, *self.model.image_shape)
+        for a, want, dtype in ((X, shape, np.float32), (labels, (self.batch,), np.int32)):
+            if not (is_device_array(a) and tuple(a.shape) == want and a.dtype == dtype and a.is_c_contiguous()):
+                return False
+        if self._bad is None:
+            self._bad = cuda.to_device(np.zeros(2, np.int32))
+        flat = X.reshape(X.size)
+        stage_inputs_kernel[-(-X.size // 256), 256](flat, labels, self.X.reshape(X.size), self.labels,
+                                                    self.model.classes, self._bad)
+        if self._bad.copy_to_host().any():
+            self._bad.copy_to_device(np.zeros(2, np.int32))
+            return False
+        return True
 
     def _run(self):
         losses, grads = self.model.device_loss_and_grads(self.X, self.labels)
@@ -192,14 +233,15 @@ class ReplayedStep:
 
     def __call__(self, X, labels) -> float:
         """One SGD step on (X, labels); returns the batch's mean loss."""
-        from gpulib.cnn.model import images_on_device
+        if not self._staged(X, labels):  # NumPy arrays, or a bad batch: checked and copied one by one
+            from gpulib.cnn.model import images_on_device
 
-        X = images_on_device(X, self.model.image_shape)
-        if X.shape[0] != self.batch:
-            raise ValueError(f"X holds {X.shape[0]} images, this step was built for batches of {self.batch}")
-        require_int_labels(labels, "labels", self.batch, self.model.classes)
-        self.X.copy_to_device(X)
-        self.labels.copy_to_device(to_device(labels))
+            X = images_on_device(X, self.model.image_shape)
+            if X.shape[0] != self.batch:
+                raise ValueError(f"X holds {X.shape[0]} images, this step was built for batches of {self.batch}")
+            require_int_labels(labels, "labels", self.batch, self.model.classes)
+            self.X.copy_to_device(X)
+            self.labels.copy_to_device(to_device(labels))
         if self.recording is not None and self._recorded_params != [id(p) for p in self.model.params]:
             self.recording = self.graph = None  # the model's buffers changed since the recording: record anew
         if self.recording is None:
