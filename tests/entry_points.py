@@ -562,6 +562,15 @@ for _cls, _ctor_args in ((model.SmallCNN, dict(channels=3)), (book_model.BookCNN
         reals={"lr": "positive"}, others={"grads": [("too few", []), ("None", None), ("wrong shapes", [np.ones(3, f32)] * 6),
                                                     ("one NaN", "nan")]},
         speaks={"grads": ("grads", "params")}, launches=True))
+for _fused in (False, True):  # BookCNN's own step: ImageClassifier's, or one launch for all six (fused)
+    add("gpulib.cnn.book_model.BookCNN.step", Entry(
+        lambda r, f=_fused: dict(model=book_model.BookCNN(image_shape=(1, 8, 8), classes=4, channels=(2, 3), fused=f),
+                                 lr=0.1),
+        lambda a: a["model"].step(a["grads"] if "grads" in a else [dev(p.copy_to_host()) for p in a["model"].params],
+                                  a["lr"]),
+        reals={"lr": "positive"}, others={"grads": [("too few", []), ("None", None), ("wrong shapes", [np.ones(3, f32)] * 6),
+                                                    ("one NaN", "nan")]},
+        speaks={"grads": ("grads", "params")}, launches=True))
 add("gpulib.cnn.book_model.BookCNN.device_loss_and_grads", Entry(
     lambda r: dict(model=book_model.BookCNN(channels=(2, 3), classes=4), X=dev(_images(r)), labels=dev(_labels(4, 4))),
     lambda a: a["model"].device_loss_and_grads(a["X"], a["labels"]),
