@@ -125,6 +125,10 @@ def plot_step_against_pytorch(pt: dict):
     rows = [("gpulib, 매번 실행", pt["gpulib_ms"])]
     if "replayed_ms" in pt:
         rows += [("gpulib, 기록 후 재생", pt["replayed_ms"]), ("gpulib, CUDA 그래프", pt["graph_ms"])]
+    for name, label in (("staged", "빠른 backward"), ("fused", "빠른 backward + 융합")):
+        if f"{name}_graph_ms" in pt:
+            rows += [(f"gpulib, {label}, 재생", pt[f"{name}_replayed_ms"]),
+                     (f"gpulib, {label}, CUDA 그래프", pt[f"{name}_graph_ms"])]
     rows.append(("PyTorch eager", pt["torch_ms"]))
     fig, ax = plt.subplots(figsize=(7.5, 0.6 + 0.55 * len(rows)))
     names, ms = [r[0] for r in rows][::-1], [r[1] for r in rows][::-1]
