@@ -25,6 +25,8 @@ import math
 
 from numba import cuda, float32
 
+from gpulib.cnn.kernels import window_max
+
 LANES = 32  # threads that share one sum in the FC kernels (a warp)
 SLICES = 8  # dense_weight_bias_grad_kernel: threads that split one weight's sum over the batch
 MAX_CLASSES = 32  # dense_softmax_xent_kernel: one row of LANES threads per class, at most 1024 a block
@@ -41,14 +43,7 @@ def relu_max_pool_kernel(Z, size, Y, argmax):
         n = plane // C
         c = plane % C
         if y < Y.shape[2] and x < Y.shape[3]:
-            best = -math.inf
-            where = 0
-            for i in range(size):
-                for j in range(size):
-                    v = Z[n, c, y * size + i, x * size + j]
-                    if v > best or (math.isnan(v) and not math.isnan(best)):
-                        best = v
-                        where = i * size + j
+            best, where = window_max(Z, n, c, y, x, size)
             Y[n, c, y, x] = float32(0.0) if best < float32(0.0) else best  # a NaN passes through
             argmax[n, c, y, x] = where
 

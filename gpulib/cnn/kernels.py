@@ -112,10 +112,25 @@ def relu_backward_kernel(H, dH, dZ):
 
 
 # ------------------------------------------------------------------ pooling (window = stride = size)
+@cuda.jit(device=True)
+def window_max(X, n, c, y, x, size):
+    """(maximum, where) of the size×size window (y, x) of plane (n, c): where = i·size + j inside the
+    window, the first on ties. A NaN in the window is its maximum, as in NumPy: the first NaN wins
+    and stays."""
+    best = -math.inf
+    where = 0
+    for i in range(size):
+        for j in range(size):
+            v = X[n, c, y * size + i, x * size + j]
+            if v > best or (math.isnan(v) and not math.isnan(best)):
+                best = v
+                where = i * size + j
+    return best, where
+
+
 @cuda.jit
 def max_pool_kernel(X, size, Y, argmax):
-    """One thread per output: the window's maximum, and where in the window it was (first on ties).
-    A NaN in the window is its maximum, as in NumPy: the first NaN wins and stays."""
+    """One thread per output: the window's maximum, and where in the window it was (window_max)."""
     x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
     y = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
     C = Y.shape[1]
@@ -123,14 +138,7 @@ def max_pool_kernel(X, size, Y, argmax):
         n = plane // C
         c = plane % C
         if y < Y.shape[2] and x < Y.shape[3]:
-            best = -math.inf
-            where = 0
-            for i in range(size):
-                for j in range(size):
-                    v = X[n, c, y * size + i, x * size + j]
-                    if v > best or (math.isnan(v) and not math.isnan(best)):
-                        best = v
-                        where = i * size + j
+            best, where = window_max(X, n, c, y, x, size)
             Y[n, c, y, x] = best
             argmax[n, c, y, x] = where
 
