@@ -1127,6 +1127,8 @@ INTERNAL = {
     "gpulib.gemm.api.check_operands": "the GEMM launchers' check (swept through launch_v3/4/5 and library_matmul)",
     "gpulib.shapes.": "the shape rules and their checks, swept through every function that uses them",
     "gpulib.conv.direct.conv2d_v3_kernel": "version 3's kernel factory, called by conv2d_direct after its checks (swept)",
+    "gpulib.cnn.layers.grid_nchw": "the launch grid of the kernels over [N, C, H, W] planes, worked out after their "
+                                   "callers' checks (swept through them)",
     "gpulib.reductions.staged.staged_floats": "the shared memory one staged image takes, worked out by conv2d_backward "
                                               "after its checks (swept)",
 }

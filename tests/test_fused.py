@@ -14,10 +14,6 @@ from gpulib.env import cuda
 f32 = np.float32
 
 
-def _planes_grid(N, C, H, W):
-    return (-(-W // 8), -(-H // 8), N * C), (8, 8)
-
-
 def _windows_with_ties_and_negatives(rng, shape):
     """Random pre-ReLU values where some windows are all negative and some hold a tie for the maximum."""
     Z = rng.standard_normal(shape).astype(f32)
@@ -31,7 +27,7 @@ def test_relu_max_pool_gives_relu_then_pool(rng, shape):
     Z = _windows_with_ties_and_negatives(rng, shape)
     N, C, H, W = shape
     Y, argmax = gpulib.poisoned((N, C, H // 2, W // 2)), cuda.to_device(np.full((N, C, H // 2, W // 2), -1, np.int32))
-    grid, block = _planes_grid(*Y.shape)
+    grid, block = layers.grid_nchw(*Y.shape)
     fused.relu_max_pool_kernel[grid, block](cuda.to_device(Z), 2, Y, argmax)
     want = np.maximum(ref.max_pool2d(Z.astype(np.float64), 2), 0.0)
     gpulib.validate(Y, want, rtol=1e-7)  # a maximum is exact (float32 values compared in float64)
@@ -89,11 +85,11 @@ def test_dense_pool_input_grad_matches_float64(rng, shape, classes):
     Z = _windows_with_ties_and_negatives(rng, shape)
     pooled_shape = (N, C, H // 2, W // 2)
     Y, argmax = cuda.device_array(pooled_shape, f32), cuda.device_array(pooled_shape, np.int32)
-    fused.relu_max_pool_kernel[_planes_grid(*pooled_shape)](cuda.to_device(Z), 2, Y, argmax)
+    fused.relu_max_pool_kernel[layers.grid_nchw(*pooled_shape)](cuda.to_device(Z), 2, Y, argmax)
     features = C * (H // 2) * (W // 2)
     dZ, Wf = rng.standard_normal((N, classes)).astype(f32), rng.standard_normal((classes, features)).astype(f32)
     dX = gpulib.poisoned(shape)
-    fused.dense_pool_input_grad_kernel[_planes_grid(*shape)](cuda.to_device(dZ), cuda.to_device(Wf), Y, argmax, 2, dX)
+    fused.dense_pool_input_grad_kernel[layers.grid_nchw(*shape)](cuda.to_device(dZ), cuda.to_device(Wf), Y, argmax, 2, dX)
     A = np.maximum(Z.astype(np.float64), 0.0)
     d_pooled = (dZ.astype(np.float64) @ Wf).reshape(pooled_shape)
     want = ref.max_pool2d_backward(A, d_pooled, 2) * (A > 0)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import MAX_GRID_Z, block_edge, blocks, is_device_array, require, require_bool, require_int_labels, to_device
+from gpulib.arrays import blocks, is_device_array, require, require_bool, require_int_labels, to_device
 from gpulib.cnn import fused as fused_kernels
 from gpulib.cnn import layers
-from gpulib.cnn.layers import BLOCK_1D, TILE
+from gpulib.cnn.layers import BLOCK_1D
 from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_grads, check_model_shape, reference_params
 from gpulib.conv import front
 from gpulib.env import cuda
@@ -181,17 +181,11 @@ class BookCNN(ImageClassifier):
         return None
 
 
-def _planes_grid(N, C, H, W):
-    """A 2-D block over one image plane's (x, y), blockIdx.z walking the N·C planes (as 16.2's kernels)."""
-    bx, by = block_edge(W, TILE), block_edge(H, TILE)
-    return (blocks(W, bx), blocks(H, by), min(N * C, MAX_GRID_Z)), (bx, by)
-
-
 def _relu_max_pool(Z):
     N, C, H, W = Z.shape
     Y = cuda.device_array((N, C, H // 2, W // 2), np.float32)
     argmax = cuda.device_array(Y.shape, np.int32)
-    grid, block = _planes_grid(*Y.shape)
+    grid, block = layers.grid_nchw(*Y.shape)
     fused_kernels.relu_max_pool_kernel[grid, block](Z, 2, Y, argmax)
     return Y, argmax
 
@@ -215,7 +209,7 @@ def _dense_weight_bias_grad(dZ, X, W_shape):
 
 def _dense_pool_input_grad(dZ, W, Y, argmax, input_shape):
     dX = cuda.device_array(input_shape, np.float32)
-    grid, block = _planes_grid(*input_shape)
+    grid, block = layers.grid_nchw(*input_shape)
     fused_kernels.dense_pool_input_grad_kernel[grid, block](dZ, W, Y, argmax, 2, dX)
     return dX
 

@@ -21,7 +21,7 @@ BLOCK_1D = 128
 TILE = 16
 
 
-def _grid_nchw(N, C, H, W):
+def grid_nchw(N, C, H, W):
     """A 2-D block over (x, y) of one image plane; blockIdx.z walks the N·C planes (a grid has at
     most 65,535 blocks along z, so beyond that each block loops over every gridDim.z-th plane)."""
     bx, by = block_edge(W, TILE), block_edge(H, TILE)
@@ -152,7 +152,7 @@ def _input_grad(X, W, dY, dX, padding: int, stride: int, forward, how: str) -> N
         kernels.flip_filters_kernel[blocks(W.size, BLOCK_1D), BLOCK_1D](W, Wf, zeros)
         forward.run(dY, Wf, zeros, R - 1 - padding, 1, out=dX)
         return
-    grid, block = _grid_nchw(*X.shape)
+    grid, block = grid_nchw(*X.shape)
     kernels.conv2d_input_grad_kernel[grid, block](dY, W, dX, padding, stride)
 
 
@@ -197,7 +197,7 @@ def max_pool2d(X, size: int = 2, *, out=None):
     out_Y, out_argmax = outputs(out, ("Y", "argmax"))
     Y = output(out_Y, (N, C, Ho, Wo), "Y")
     argmax = output(out_argmax, (N, C, Ho, Wo), "argmax", dtype=np.int32)
-    grid, block = _grid_nchw(N, C, Ho, Wo)
+    grid, block = grid_nchw(N, C, Ho, Wo)
     kernels.max_pool_kernel[grid, block](to_device(X), size, Y, argmax)
     return Y, argmax
 
@@ -206,7 +206,7 @@ def avg_pool2d(X, size: int = 2, *, out=None):
     """The mean of each size×size window."""
     N, C, Ho, Wo = _check_pool(X, size)
     Y = output(out, (N, C, Ho, Wo), "out")
-    grid, block = _grid_nchw(N, C, Ho, Wo)
+    grid, block = grid_nchw(N, C, Ho, Wo)
     kernels.avg_pool_kernel[grid, block](to_device(X), size, Y)
     return Y
 
@@ -236,7 +236,7 @@ def max_pool2d_backward(dY, argmax, input_shape, size: int = 2, *, out=None, che
         raise ValueError(f"argmax must hold positions inside a {size}x{size} window, 0..{size * size - 1}, "
                          f"found {where.min()}..{where.max()} (is it max_pool2d's argmax for this size?)")
     dX = output(out, tuple(input_shape), "out")
-    grid, block = _grid_nchw(*input_shape)
+    grid, block = grid_nchw(*input_shape)
     kernels.max_pool_backward_kernel[grid, block](to_device(dY), to_device(argmax), size, dX)
     return dX
 
@@ -245,6 +245,6 @@ def avg_pool2d_backward(dY, input_shape, size: int = 2, *, out=None):
     """dX: each window's gradient shared equally by its size² elements."""
     _check_pool_backward(input_shape, dY, size)
     dX = output(out, tuple(input_shape), "out")
-    grid, block = _grid_nchw(*input_shape)
+    grid, block = grid_nchw(*input_shape)
     kernels.avg_pool_backward_kernel[grid, block](to_device(dY), size, dX)
     return dX
