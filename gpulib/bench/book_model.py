@@ -436,6 +436,11 @@ def measure_softmax(repeat: int = 20) -> list[dict]:
 PYTORCH_BATCH = 256
 
 
+# the faster steps measure_pytorch times beside the default one: BookCNN's options for each
+VARIANTS = {"staged": dict(reduction="staged", input_grad="flipped"),
+            "fused": dict(reduction="staged", input_grad="flipped", fused=True)}
+
+
 def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05, rounds: int = 3) -> dict:
     """One training step of the book's model (BookCNN, convolutions on the auto-tuner's picks)
     against the same model in PyTorch eager mode (cuDNN with cudnn.benchmark, fp32, TF32 off),
@@ -500,12 +505,10 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     # variants are the same model with 16.6's faster backward ("staged": gpulib.cnn.conv2d_backward's
     # reduction="staged" and input_grad="flipped") and with the small kernels fused too ("fused",
     # gpulib/cnn/fused.py); their gradients are checked against PyTorch's too
-    variants = {"staged": dict(reduction="staged", input_grad="flipped"),
-                "fused": dict(reduction="staged", input_grad="flipped", fused=True)}
     steps = {"eager": model, "replayed": BookCNN(channels=CHANNELS), "graph": BookCNN(channels=CHANNELS)}
     replayed = {"replayed": ReplayedStep(steps["replayed"], batch, lr),
                 "graph": ReplayedStep(steps["graph"], batch, lr, graph=True)}
-    for name, options in variants.items():
+    for name, options in VARIANTS.items():
         for how, graph in (("replayed", False), ("graph", True)):
             steps[f"{name}_{how}"] = BookCNN(channels=CHANNELS, **options)
             replayed[f"{name}_{how}"] = ReplayedStep(steps[f"{name}_{how}"], batch, lr, graph=graph)
@@ -514,7 +517,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         for p, value in zip(m.params, start):
             p.copy_to_device(value)
     variant_grad_errors = {name: errors_vs_torch(steps[f"{name}_replayed"].loss_and_grads(X_dev, y_dev)[1], f"{name} grad")
-                           for name in variants}
+                           for name in VARIANTS}
     for _ in range(3):
         gpulib_step()
         for run in replayed.values():
@@ -535,7 +538,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     graph = replayed["graph"].graph
     gpu_ms = benchmark(graph.replay, repeat=repeat, flush_l2=False).median_ms if graph is not None else None
     variant_gpu_ms = {name: (benchmark(replayed[f"{name}_graph"].graph.replay, repeat=repeat, flush_l2=False).median_ms
-                             if replayed[f"{name}_graph"].graph is not None else None) for name in variants}
+                             if replayed[f"{name}_graph"].graph is not None else None) for name in VARIANTS}
 
     # the steps timed in turn, ``rounds`` times over: the spread between rounds is the run's
     # own noise, the median of the rounds its result
@@ -555,7 +558,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         gpu_ms=gpu_ms,
         replayed_ms=ms["replayed"],
         graph_ms=ms["graph"],
-        **{key: value for name in variants for key, value in (
+        **{key: value for name in VARIANTS for key, value in (
             (f"{name}_gpu_ms", variant_gpu_ms[name]),
             (f"{name}_replayed_ms", ms[f"{name}_replayed"]),
             (f"{name}_graph_ms", ms[f"{name}_graph"]),
@@ -693,7 +696,7 @@ def table(results: dict) -> str:
                 f"{pt['replay_python_us_per_launch']:.1f} us of Python each; parameters after 3 steps "
                 f"differ from eager by {pt['replay_max_abs_diff']}"
             )
-        for name in ("staged", "fused"):
+        for name in VARIANTS:
             if f"{name}_replayed_ms" in pt:
                 gpu = pt[f"{name}_gpu_ms"]
                 lines.append(

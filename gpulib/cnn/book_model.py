@@ -15,13 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from gpulib import reference as ref
-from gpulib.arrays import blocks, is_device_array, require, require_bool, require_int_labels, to_device
+from gpulib.arrays import blocks, is_device_array, output, require, require_bool, require_int_labels, to_device
 from gpulib.cnn import fused as fused_kernels
 from gpulib.cnn import layers
 from gpulib.cnn.layers import BLOCK_1D
 from gpulib.cnn.model import NO_PROFILER, ImageClassifier, check_grads, check_model_shape, reference_params
 from gpulib.conv import front
-from gpulib.env import cuda
 from gpulib.mlp import layers as mlp
 from gpulib.shapes import require_shape
 
@@ -183,8 +182,8 @@ class BookCNN(ImageClassifier):
 
 def _relu_max_pool(Z):
     N, C, H, W = Z.shape
-    Y = cuda.device_array((N, C, H // 2, W // 2), np.float32)
-    argmax = cuda.device_array(Y.shape, np.int32)
+    Y = output(None, (N, C, H // 2, W // 2))
+    argmax = output(None, Y.shape, dtype=np.int32)
     grid, block = layers.grid_nchw(*Y.shape)
     fused_kernels.relu_max_pool_kernel[grid, block](Z, 2, Y, argmax)
     return Y, argmax
@@ -192,23 +191,21 @@ def _relu_max_pool(Z):
 
 def _dense_softmax_xent(X, W, b, labels):
     N, classes = X.shape[0], W.shape[0]
-    losses = cuda.device_array(N, np.float32)
-    dZ = cuda.device_array((N, classes), np.float32)
+    losses, dZ = output(None, (N,)), output(None, (N, classes))
     fused_kernels.dense_softmax_xent_kernel[N, (fused_kernels.LANES, classes)](X, W, b, labels, losses, dZ)
     return losses, dZ
 
 
 def _dense_weight_bias_grad(dZ, X, W_shape):
     classes, n_in = W_shape
-    dW = cuda.device_array(W_shape, np.float32)
-    db = cuda.device_array(classes, np.float32)
+    dW, db = output(None, W_shape), output(None, (classes,))
     grid = (blocks(n_in + 1, fused_kernels.LANES), classes)  # column n_in is the bias
     fused_kernels.dense_weight_bias_grad_kernel[grid, (fused_kernels.LANES, fused_kernels.SLICES)](dZ, X, dW, db)
     return dW, db
 
 
 def _dense_pool_input_grad(dZ, W, Y, argmax, input_shape):
-    dX = cuda.device_array(input_shape, np.float32)
+    dX = output(None, input_shape)
     grid, block = layers.grid_nchw(*input_shape)
     fused_kernels.dense_pool_input_grad_kernel[grid, block](dZ, W, Y, argmax, 2, dX)
     return dX

@@ -204,7 +204,7 @@ class ReplayedStep:
         self.recording: Recording | None = None
         self.graph: Graph | None = None
         self.graph_error: str | None = None  # why graph=True could not build one
-        self._bad = None  # stage_inputs_kernel's two flags, made at the first call
+        self._bad = cuda.to_device(np.zeros(2, np.int32))  # stage_inputs_kernel's two flags
 
     def _staged(self, X, labels) -> bool:
         """Device X [batch, *image_shape] float32 and labels [batch] int32, C-contiguous: copied into
@@ -216,8 +216,6 @@ class ReplayedStep:
         for a, want, dtype in ((X, shape, np.float32), (labels, (self.batch,), np.int32)):
             if not (is_device_array(a) and tuple(a.shape) == want and a.dtype == dtype and a.is_c_contiguous()):
                 return False
-        if self._bad is None:
-            self._bad = cuda.to_device(np.zeros(2, np.int32))
         flat = X.reshape(X.size)
         stage_inputs_kernel[-(-X.size // 256), 256](flat, labels, self.X.reshape(X.size), self.labels,
                                                     self.model.classes, self._bad)
