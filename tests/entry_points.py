@@ -24,6 +24,7 @@ from gpulib.cnn import anatomy, book_model, layers, model
 from gpulib.conv import algorithms, autotune, cuda_c, direct, fft, front, im2col, implicit_gemm, tc_kernels, winograd
 from gpulib.conv import tensorcore as tc_conv
 from gpulib.gemm import api, colmajor, tc_wgmma
+from gpulib.gemm import autotune as gemm_autotune
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.gemm import tensorcore as tc_gemm
 from gpulib.mlp import layers as mlp_layers
@@ -307,7 +308,7 @@ add("gpulib.conv.tc_kernels.v7_tile", Entry(lambda r: dict(Ho=6, Wo=5, R=3),
 add("gpulib.gemm.api.matmul", Entry(lambda r: _arrays(r, A=(5, 4), B=(4, 3)), lambda a: api.matmul(a["A"], a["B"]),
                                     arrays=("A", "B"), tied={"A": (1,), "B": (0,)}, speaks={"A": ("inner",), "B": ("inner",)},
                                     launches=True))
-for _v in ("v1", "v2", "v3", "v4", "v5", "library"):
+for _v in ("v1", "v2", "v3", "v4", "v5", "v6", "auto", "library"):
     add("gpulib.gemm.api.matmul", Entry(lambda r, v=_v: dict(_arrays(r, A=(5, 4), B=(4, 3)), version=v),
                                         lambda a: api.matmul(a["A"], a["B"], version=a["version"]), choices=("version",),
                                         launches=True))
@@ -324,7 +325,7 @@ def _gemm_launch_args(r, M=5, K=4, N=3, batch=None):
 
 
 _TOO_BIG = dict(BM=128, BN=128, BK=8, TM=2, TN=2)  # 64 x 64 = 4096 threads a block
-for _name in ("launch_v3", "launch_v4", "launch_v5"):
+for _name in ("launch_v3", "launch_v4", "launch_v5", "launch_v6"):
     add(f"gpulib.gemm.api.{_name}", Entry(
         _gemm_launch_args, lambda a, fn=getattr(api, _name): fn(a["A"], a["B"], a["C"], a.get("shape")),
         arrays=("A", "B", "C"), device_only=("A", "B", "C"), tied={"A": (0, 1), "B": (0, 1), "C": (0, 1)},
@@ -335,14 +336,52 @@ add("gpulib.gemm.api.launch_v5", Entry(
     lambda r: _gemm_launch_args(r, batch=2), lambda a: api.launch_v5(a["A"], a["B"], a["C"]),
     arrays=("A", "B", "C"), device_only=("A", "B", "C"), tied={"A": (0, 1, 2), "B": (0, 1, 2), "C": (0, 1, 2)},
     speaks={"A": ("A [",), "B": ("B [",), "C": ("C [",)}, launches=True))
+add("gpulib.gemm.api.launch_v6", Entry(
+    lambda r: _gemm_launch_args(r, batch=2), lambda a: api.launch_v6(a["A"], a["B"], a["C"]),
+    arrays=("A", "B", "C"), device_only=("A", "B", "C"), tied={"A": (0, 1, 2), "B": (0, 1, 2), "C": (0, 1, 2)},
+    speaks={"A": ("A [",), "B": ("B [",), "C": ("C [",)}, launches=True))
 add("gpulib.gemm.api.library_matmul", Entry(
     _gemm_launch_args, lambda a: api.library_matmul(a["A"], a["B"], a["C"]), arrays=("A", "B", "C"),
     device_only=("A", "B", "C"), tied={"A": (0, 1), "B": (0, 1), "C": (0, 1)}, launches=True))
+_PRODUCT = dict(M=5, N=7, K=3, batch=None, trans_a=False, trans_b=False)
+_PRODUCT_KINDS = dict(ints={"M": 1, "N": 1, "K": 1, "batch": 1}, optional=("batch",),
+                      others={"trans_a": _BOOL_CASES, "trans_b": _BOOL_CASES})
+
+
+def _product(fn, **extra):
+    return lambda a: fn(a["M"], a["N"], a["K"], batch=a["batch"], trans_a=a["trans_a"], trans_b=a["trans_b"], **extra)
+
+
+def _choose_gemm_afresh(M, N, K, **options):
+    gemm_autotune._cache.clear()
+    return gemm_autotune.choose(M, N, K, timer=_untimed, **options)
+
+
+add("gpulib.gemm.autotune.find_tiles", Entry(lambda r: dict(_PRODUCT), _product(gemm_autotune.find_tiles, timer=_untimed),
+                                             launches=True, **_PRODUCT_KINDS),
+    Entry(lambda r: dict(candidates=list(gemm_autotune.SIM_CANDIDATES[:1]), timer=_untimed),
+          lambda a: gemm_autotune.find_tiles(4, 4, 4, candidates=a["candidates"], timer=a["timer"]),
+          others={"candidates": [("empty", []), ("a string", "v5"), ("an unknown version", [("v9", {})]),
+                                 ("a tile that is no tile", [("v5", "16x16")])],
+                  "timer": [("a string", "time it"), ("a number", 3)]}, launches=True))
+add("gpulib.gemm.autotune.choose", Entry(lambda r: dict(_PRODUCT), _product(_choose_gemm_afresh), launches=True,
+                                         **_PRODUCT_KINDS))
+add("gpulib.gemm.autotune.cached_ranking", Entry(lambda r: dict(_PRODUCT), _product(gemm_autotune.cached_ranking),
+                                                 **_PRODUCT_KINDS))
+add("gpulib.gemm.autotune.launch_chosen", Entry(
+    _gemm_launch_args, lambda a: gemm_autotune.launch_chosen(a["A"], a["B"], a["C"]),
+    arrays=("A", "B", "C"), device_only=("A", "B", "C"), tied={"A": (0, 1), "B": (0, 1), "C": (0, 1)},
+    speaks={"A": ("A [",), "B": ("B [",), "C": ("C [",)}, launches=True))
+add("gpulib.gemm.autotune.table", Entry(
+    lambda r: dict(results=[gemm_autotune.Result("v5", dict(gemm_kernels.V5_SIM), "ok", 1.0, 0.0)]),
+    lambda a: gemm_autotune.table(a["results"]),
+    others={"results": [("None", None), ("numbers", [1, 2]), ("a string", "ok")]}))
 add("gpulib.gemm.api.v3_shape", Entry(lambda r: dict(rows=64), lambda a: api.v3_shape(a["rows"]), ints={"rows": 1},
                                       optional=("rows",)))
 add("gpulib.gemm.kernels.check_tile", Entry(
     lambda r: dict(tile=dict(BM=16, BN=16, BK=4, TM=2, TN=2)), lambda a: gemm_kernels.check_tile(a["tile"]),
     others={"tile": [("4096 threads a block", _TOO_BIG), ("None", None), ("a string", "16x16"),
+                     ("a register cap of 300", dict(BM=16, BN=16, BK=4, TM=2, TN=2, REGISTERS=300)),
                      ("more shared memory than a block may hold", dict(BM=256, BN=256, BK=64, TM=16, TN=16))]},
     speaks={"tile": ("threads", "shared")}))
 add("gpulib.gemm.kernels.block_threads", Entry(
@@ -1098,6 +1137,7 @@ INTERNAL = {
     # records: dataclasses that gpulib fills and returns
     "gpulib.check.Validation": "a record validate returns",
     "gpulib.conv.autotune.Result": "a record the auto-tuner returns",
+    "gpulib.gemm.autotune.Result": "a record the GEMM auto-tuner returns",
     "gpulib.conv.tensorcore.Operands": "what prepare returns (launch checks it: swept)",
     "gpulib.conv.tensorcore.launch_plan": "the launch of versions 3-7 worked out from operands conv2d_tc_nhwc16 and "
                                           "launch have checked (16.5's benchmark times v7's patch shapes through it)",
@@ -1178,10 +1218,11 @@ ACCEPTED: dict = {  # (entry point, argument, label) -> (why, check(result, args
         "v9 writes C in the operands' 16-bit type, as v8 does", _fp16_product_is_right),
     ("gpulib.gemm.tensorcore.check_launch#8", "C", "float16"): (
         "v9 takes a C in the operands' 16-bit type", _v8_config_is_named),
-    **{(f"gpulib.gemm.api.{fn}#0", op, "not C-order"): (
+    **{(f"gpulib.gemm.{fn}#0", op, "not C-order"): (
         "a transposed view (unit stride along its rows) is an operand every GEMM kernel reads, as cuBLAS takes "
         "transposed operands; matmul's trans_a/trans_b pass them", _product_is_right)
-       for fn in ("launch_v3", "launch_v4", "launch_v5", "library_matmul") for op in "AB"},
+       for fn in ("api.launch_v3", "api.launch_v4", "api.launch_v5", "api.launch_v6", "api.library_matmul",
+                  "autotune.launch_chosen") for op in "AB"},
     ("gpulib.conv.implicit_gemm.conv2d_implicit_precomp_gemm#1", "table", "a NumPy table"): (
         "row_table(C, R, S) as NumPy is the same table: compared, then copied over", _conv_is_right),
     **{("gpulib.env.sized#0", which, "None"): ("sized returns one of its two arguments, whatever they are",

@@ -41,10 +41,11 @@ def test_gemm_v3_tile_shapes_on_a_ragged_product(shape, rng):
 
 @pytest.mark.parametrize("version, shape", [
     ("v4", gemm.kernels.V4), ("v4", gemm.kernels.V4_SIM), ("v4", dict(BM=64, BN=32, BK=16, TM=4, TN=2)),
-    ("v5", gemm.kernels.V5), ("v5", gemm.kernels.V5_SIM), ("v5", dict(BM=32, BN=64, BK=16, TM=4, TN=8))],
+    ("v5", gemm.kernels.V5), ("v5", gemm.kernels.V5_SIM), ("v5", dict(BM=32, BN=64, BK=16, TM=4, TN=8)),
+    ("v6", gemm.kernels.V6), ("v6", gemm.kernels.V6_SIM), ("v6", dict(BM=32, BN=64, BK=16, TM=4, TN=8))],
     ids=["v4-gpu-default", "v4-sim-default", "v4-rectangular-deep", "v5-gpu-default", "v5-sim-default",
-         "v5-rectangular-deep"])
-def test_gemm_v4_v5_tile_shapes_on_a_ragged_product(version, shape, rng):
+         "v5-rectangular-deep", "v6-gpu-default", "v6-sim-default", "v6-two-warps-deep"])
+def test_gemm_v4_v5_v6_tile_shapes_on_a_ragged_product(version, shape, rng):
     # (BM + 2) x (BN + 14) x (5·BK - 3): 2 x 2 blocks, the second of each partly outside C, and
     # five BK steps (the last one short), so each shared buffer holds a tile more than once
     M, N, K = shape["BM"] + 2, shape["BN"] + 14, 5 * shape["BK"] - 3
@@ -74,6 +75,28 @@ def test_gemm_v5_multiplies_a_batch_in_one_launch(rng):
     want = np.einsum("zmk,zkn->zmn", A.astype(np.float64), B.astype(np.float64))
     scale = np.einsum("zmk,zkn->zmn", np.abs(A).astype(np.float64), np.abs(B)).max()
     gpulib.validate(C, want, scale=float(scale))
+
+
+@pytest.mark.parametrize("shape", [gemm.kernels.V6_SIM, dict(BM=16, BN=64, BK=8, TM=4, TN=4)], ids=["sim", "4x4"])
+def test_gemm_v6_blocks_inside_and_at_the_edge(shape, rng):
+    # as for version 5: the first column of blocks takes the path without bounds tests
+    M, N, K = 2 * shape["BM"], shape["BN"] + 3, 3 * shape["BK"]
+    A = rng.standard_normal((2, M, K)).astype(np.float32)
+    B = rng.standard_normal((2, K, N)).astype(np.float32)
+    C = gpulib.poisoned((2, M, N))
+    gemm.api.launch_v6(to_device(A), to_device(B), C, shape)
+    want = np.einsum("zmk,zkn->zmn", A.astype(np.float64), B.astype(np.float64))
+    gpulib.validate(C, want, scale=float(np.einsum("zmk,zkn->zmn", np.abs(A).astype(np.float64), np.abs(B)).max()))
+
+
+@pytest.mark.parametrize("shape, message", [
+    (dict(BM=32, BN=64, BK=4, TM=8, TN=8), "BK must be a multiple of 8, not 4"),
+    (dict(BM=32, BN=64, BK=8, TM=8, TN=2), "TM and TN must be multiples of 4, not TM=8, TN=2"),
+    (dict(BM=16, BN=64, BK=8, TM=8, TN=8), "warp tile is 32x64 for 8x8 per thread: it must divide the block tile, not "
+                                             "BM=16, BN=64")], ids=["bk", "runs", "warp-tile"])
+def test_gemm_v6_refuses_tiles_it_cannot_run(shape, message):
+    with pytest.raises(ValueError, match=message):
+        gemm.matmul(np.ones((3, 4), np.float32), np.ones((4, 2), np.float32), version="v6", shape=shape)
 
 
 def test_gemm_v5_needs_runs_of_four():

@@ -20,7 +20,7 @@ from gpulib.arrays import (
 from gpulib.env import on_gpu, sized
 from gpulib.gemm import kernels
 
-VERSIONS = ("v1", "v2", "v3", "v4", "v5", "library")
+VERSIONS = ("v1", "v2", "v3", "v4", "v5", "v6", "auto", "library")
 
 
 def library_name() -> str:
@@ -93,7 +93,7 @@ def _launch_tiled(factory, A, B, C, shape: dict) -> None:
     """Launch a register-blocked version (3, 4 or 5) built by ``factory`` for the tile ``shape``:
     (BN/TN) × (BM/TM) threads per block, one block per BM×BN tile of C (and per product of a
     batch, when C is 3-D)."""
-    threads = kernels.block_threads(shape)
+    threads = kernels.block_threads({k: shape[k] for k in kernels.TILE_KEYS})
     rows, cols = tuple(C.shape)[-2:]  # (the simulator's shapes refuse negative indices)
     grid = (blocks(cols, shape["BN"]), blocks(rows, shape["BM"]))
     if len(C.shape) == 3:  # a batch of products along blockIdx.z
@@ -106,6 +106,7 @@ def launch_v3(A, B, C, shape: dict | None = None):
     ``v3_shape`` picks for C's rows."""
     check_operands(A, B, C)
     shape = kernels.check_tile(shape, "shape") if shape is not None else v3_shape(C.shape[0])
+    _no_cap(shape, "3")
     _launch_tiled(kernels.gemm_v3_kernel, A, B, C, shape)
 
 
@@ -114,7 +115,22 @@ def launch_v4(A, B, C, shape: dict | None = None):
     16×16 on the simulator). Version 4 always prefetches, so a PREFETCH key is ignored."""
     check_operands(A, B, C)
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V4, sim=kernels.V4_SIM)
+    _no_cap(shape, "4")
     _launch_tiled(kernels.gemm_v4_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
+
+
+def _no_cap(shape: dict, version: str) -> None:
+    if "REGISTERS" in shape:
+        raise ValueError(f"shape['REGISTERS'] caps the registers of versions 5 and 6; version {version} takes no cap, "
+                         f"so shape must not have it (got {shape['REGISTERS']!r})")
+
+
+def _with_cap(shape: dict) -> dict:
+    """The factory arguments of version 5 or 6 for ``shape``: its tile and its REGISTERS cap."""
+    args = {k: shape[k] for k in kernels.TILE_KEYS}
+    if "REGISTERS" in shape:
+        args["max_registers"] = shape["REGISTERS"]
+    return args
 
 
 def launch_v5(A, B, C, shape: dict | None = None):
@@ -125,23 +141,37 @@ def launch_v5(A, B, C, shape: dict | None = None):
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V5, sim=kernels.V5_SIM)
     if len(C.shape) == 2:
         A, B, C = batch_of_one(A), batch_of_one(B), batch_of_one(C)
-    _launch_tiled(kernels.gemm_v5_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
+    _launch_tiled(kernels.gemm_v5_kernel, A, B, C, _with_cap(shape))
+
+
+def launch_v6(A, B, C, shape: dict | None = None):
+    """Launch version 6 with a tile ``shape`` (as ``launch_v5``; BK a multiple of 8 and the warp
+    tile dividing the block tile; default ``kernels.V6``, ``kernels.V6_SIM`` on the simulator).
+    A, B and C are 2-D or 3-D as for ``launch_v5``."""
+    check_operands(A, B, C, batched=len(getattr(C, "shape", ())) == 3)
+    shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V6, sim=kernels.V6_SIM)
+    if len(C.shape) == 2:
+        A, B, C = batch_of_one(A), batch_of_one(B), batch_of_one(C)
+    _launch_tiled(kernels.gemm_v6_kernel, A, B, C, _with_cap(shape))
 
 
 def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,
            shape: dict | None = None):
     """C = op(A)·op(B) for float32 matrices; returns C [M, N] on the device.
 
-    ``version`` is one of the book's kernels ("v1" to "v5") or "library" (cuBLAS through
-    CuPy on a GPU, NumPy without one). op(A) is A [M, K], or Aᵀ when ``trans_a`` (then A is
+    ``version`` is one of the book's kernels ("v1" to "v6"), "auto" (the version and tile
+    gpulib.gemm.autotune measured fastest for this shape, tuned at its first call) or "library"
+    (cuBLAS through CuPy on a GPU, NumPy without one). op(A) is A [M, K], or Aᵀ when ``trans_a`` (then A is
     stored as [K, M]); the same for B. Transposes are views, never copies. ``shape`` sets
-    version 3's, 4's or 5's tile (see ``launch_v3``, ``launch_v4``, ``launch_v5``).
+    version 3's to 6's tile (see ``launch_v3`` to ``launch_v6``).
     """
     if version not in VERSIONS:
         raise ValueError(f"unknown version {version!r}; choose one of {VERSIONS}")
     trans_a, trans_b = require_bool(trans_a, "trans_a"), require_bool(trans_b, "trans_b")
     if shape is not None:
         kernels.check_tile(shape, "shape")
+        if version == "auto":
+            raise ValueError("shape: version='auto' chooses the tile itself; pass a version from v3 to v6 to set one")
     require(A, "A", 2, layout="[K, M] (trans_a)" if trans_a else "[M, K]")
     require(B, "B", 2, layout="[N, K] (trans_b)" if trans_b else "[K, N]")
     A, B = to_device(A), to_device(B)
@@ -167,6 +197,12 @@ def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_
         launch_v3(A, B, C, shape)
     elif version == "v4":
         launch_v4(A, B, C, shape)
-    else:
+    elif version == "v5":
         launch_v5(A, B, C, shape)
+    elif version == "v6":
+        launch_v6(A, B, C, shape)
+    else:
+        from gpulib.gemm import autotune  # (autotune launches through this module)
+
+        autotune.launch_chosen(A, B, C)
     return C

@@ -5,6 +5,7 @@
     version 3  register blocking: a BM×BN block tile, TM×TN outputs per thread
     version 4  version 3 with two shared buffers per tile and unsigned 32-bit offsets
     version 5  version 4 with 128-bit shared-memory loads of runs of four
+    version 6  version 5 with warp tiling and its k steps written out (no loop for ptxas to keep)
 
 All of them handle any M, N, K (loads outside read as zero, stores are guarded); 16.4's notebook
 says what each step buys. What must stay true: every version writes every element of C once.
@@ -61,22 +62,28 @@ def gemm_v2_kernel(A, B, C):
 
 
 TILE_KEYS = ("BM", "BN", "BK", "TM", "TN")
+OPTIONAL_KEYS = ("PREFETCH", "REGISTERS")
 
 
 def check_tile(tile: dict, name: str = "tile") -> dict:
     """A block-tile dict (BM, BN, BK, TM, TN as positive integers, TM dividing BM and TN
-    dividing BN, PREFETCH optional): ValueError naming what is wrong, else the tile itself."""
+    dividing BN; PREFETCH optional, for version 3; REGISTERS optional, for versions 5 and 6: the
+    cap on registers a thread, 0 for none, by default the most that lets two blocks share an SM):
+    ValueError naming what is wrong, else the tile itself."""
     if not isinstance(tile, dict):
         raise ValueError(f"{name} must be a dict of {', '.join(TILE_KEYS)}, not {type(tile).__name__}")
     missing = [k for k in TILE_KEYS if k not in tile]
-    unknown = [k for k in tile if k not in TILE_KEYS + ("PREFETCH",)]
+    unknown = [k for k in tile if k not in TILE_KEYS + OPTIONAL_KEYS]
     if missing or unknown:
-        raise ValueError(f"{name} needs the keys {', '.join(TILE_KEYS)} (and PREFETCH, optional): "
+        raise ValueError(f"{name} needs the keys {', '.join(TILE_KEYS)} (and PREFETCH or REGISTERS, optional): "
                          + (f"missing {missing}" if missing else "") + (f" unknown {unknown}" if unknown else ""))
     for key in TILE_KEYS:
         value = tile[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name}[{key!r}] must be a positive integer, not {value!r}")
+    cap = tile.get("REGISTERS", 0)
+    if isinstance(cap, bool) or not isinstance(cap, int) or not (cap == 0 or 16 <= cap <= 255):
+        raise ValueError(f"{name}['REGISTERS'] must be 0 (no cap) or a cap from 16 to 255 registers a thread, not {cap!r}")
     if tile["BM"] % tile["TM"] or tile["BN"] % tile["TN"]:
         raise ValueError(f"{name}: TM must divide BM and TN must divide BN, not BM={tile['BM']}, TM={tile['TM']}, "
                          f"BN={tile['BN']}, TN={tile['TN']}")
@@ -423,3 +430,139 @@ def gemm_v5_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
                     C[z, i, j] = acc[m, n]
 
     return gemm_v5
+
+
+V6 = dict(BM=128, BN=128, BK=8, TM=8, TN=8)
+V6_SIM = dict(BM=32, BN=64, BK=8, TM=8, TN=8)  # one warp: a 32×64 warp tile
+LANE_COLUMNS = 8  # a warp's 32 lanes as 4 rows × 8 columns of threads
+
+
+@lru_cache(maxsize=None)
+def gemm_v6_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: int = 8,
+                   max_registers: int | None = None):
+    """Version 6: version 5 with warp tiling. Each warp owns a WM×WN patch of the block tile
+    (WM = 4·(TM/4)·4, WN = 4·(TN/4)·8: 32×64 for 8×8 per thread), its lanes laid out as 4 rows ×
+    8 columns of threads, each lane with (TM/4)×(TN/4) runs of 4×4 outputs spaced 16 rows and 32
+    columns apart inside the warp's patch.
+
+    Why: in version 5 a warp is two rows of 16 threads, so its 128-bit loads of the B tile cover
+    16 runs of four floats, 256 bytes, two shared-memory wavefronts each; here a warp reads 8
+    runs of B (128 bytes, one wavefront) and 4 runs of A (a broadcast), and the tile's rows that
+    one warp touches stay in a smaller patch. The global loads, the two shared buffers and the
+    barrier per BK step are version 5's. Launch with (BN // TN) × (BM // TM) threads per block,
+    one or more whole warps, WM dividing BM and WN dividing BN. A, B, C are batches as in v5.
+    """
+    if TM % 4 or TN % 4:
+        raise ValueError(f"version 6 reads runs of 4 values: TM and TN must be multiples of 4, not TM={TM}, TN={TN}")
+    if BK % 8:
+        raise ValueError(f"version 6 writes its k steps out eight at a time: BK must be a multiple of 8, not {BK}")
+    LC = LANE_COLUMNS
+    LR = 32 // LC
+    WM, WN = (TM // 4) * 4 * LR, (TN // 4) * 4 * LC  # one warp's patch of the block tile
+    if BM % WM or BN % WN:
+        raise ValueError(f"version 6's warp tile is {WM}x{WN} for {TM}x{TN} per thread: it must divide the "
+                         f"block tile, not BM={BM}, BN={BN}")
+    WARPS_N = BN // WN
+    _, publish = tile_movers(BM, BN, BK, TM, TN)
+    THREADS_X = BN // TN
+    THREADS = THREADS_X * (BM // TM)
+    A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS
+    A_ROW = BM + 4
+    A_SIZE, B_SIZE = BK * A_ROW, BK * BN
+    A_BUFFERS, B_BUFFERS = 2 * A_SIZE, 2 * B_SIZE
+    A_GAP, B_GAP = 4 * LR, 4 * LC  # from one run of a lane to its next, inside the warp's patch
+    if max_registers is None:
+        max_registers = min(255, REGISTERS_PER_SM // (2 * THREADS) // 8 * 8)
+
+    @cuda.jit(device=True)
+    def fetch(A, B, z, a_next, b_next, row0, col0, k0, flat):
+        M, K = A.shape[1], A.shape[2]
+        N = B.shape[2]
+        for i in range(A_LOADS):
+            e = uint32(flat + i * THREADS)
+            gi, gk = uint32(row0 + e // BK), uint32(k0 + e % BK)
+            a_next[i] = A[z, gi, gk] if gi < M and gk < K else float32(0.0)
+        for i in range(B_LOADS):
+            e = uint32(flat + i * THREADS)
+            gk, gj = uint32(k0 + e // BN), uint32(col0 + e % BN)
+            b_next[i] = B[z, gk, gj] if gk < K and gj < N else float32(0.0)
+
+    @cuda.jit(device=True)
+    def fetch_inside(A, B, z, a_next, b_next, row0, col0, k0, flat):
+        for i in range(A_LOADS):
+            e = uint32(flat + i * THREADS)
+            a_next[i] = A[z, uint32(row0 + e // BK), uint32(k0 + e % BK)]
+        for i in range(B_LOADS):
+            e = uint32(flat + i * THREADS)
+            b_next[i] = B[z, uint32(k0 + e // BN), uint32(col0 + e % BN)]
+
+    @cuda.jit(device=True, inline="always")
+    def k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k):
+        """One k of the tile: this lane's TM values of A's column k and TN of B's row k, in
+        runs of four (128-bit shared loads), and their TM×TN products added to ``acc``."""
+        a_k = uint32(a_buf + k * A_ROW)
+        b_k = uint32(b_buf + k * BN)
+        for g in range(TM // 4):
+            for i in range(4):
+                a_reg[4 * g + i] = a_flat[a_k + uint32(g * A_GAP + i)]
+        for g in range(TN // 4):
+            for i in range(4):
+                b_reg[4 * g + i] = b_flat[b_k + uint32(g * B_GAP + i)]
+        for m in range(TM):
+            for n in range(TN):
+                acc[m, n] += a_reg[m] * b_reg[n]
+
+    @cuda.jit(**({"max_registers": max_registers} if max_registers and on_gpu() else {}))
+    def gemm_v6(A, B, C):
+        a_flat = cuda.shared.array(A_BUFFERS, float32, alignment=16)
+        b_flat = cuda.shared.array(B_BUFFERS, float32, alignment=16)
+        acc = cuda.local.array((TM, TN), float32)
+        a_reg = cuda.local.array(TM, float32)
+        b_reg = cuda.local.array(TN, float32)
+        a_next = cuda.local.array(A_LOADS, float32)
+        b_next = cuda.local.array(B_LOADS, float32)
+        flat = uint32(cuda.threadIdx.y * THREADS_X + cuda.threadIdx.x)
+        warp, lane = flat // uint32(32), flat % uint32(32)
+        m0 = uint32((warp // WARPS_N) * WM + 4 * (lane // LC))  # this lane's first row in the block tile
+        n0 = uint32((warp % WARPS_N) * WN + 4 * (lane % LC))  # and its first column
+        row0 = uint32(cuda.blockIdx.y * BM)
+        col0 = uint32(cuda.blockIdx.x * BN)
+        z = uint32(cuda.blockIdx.z)
+        M, K = A.shape[1], A.shape[2]
+        N = B.shape[2]
+        for m in range(TM):
+            for n in range(TN):
+                acc[m, n] = float32(0.0)
+        fetch(A, B, z, a_next, b_next, row0, col0, 0, flat)
+        publish(a_flat, b_flat, a_next, b_next, 0, flat)
+        cuda.syncthreads()
+        steps = (K + BK - 1) // BK
+        inside = row0 + BM <= M and col0 + BN <= N and K % BK == 0
+        for step in range(steps):
+            buffer = uint32(step % 2)
+            more = step + 1 < steps
+            if more and inside:
+                fetch_inside(A, B, z, a_next, b_next, row0, col0, uint32((step + 1) * BK), flat)
+            elif more:
+                fetch(A, B, z, a_next, b_next, row0, col0, uint32((step + 1) * BK), flat)
+            a_buf, b_buf = uint32(buffer * A_SIZE + m0), uint32(buffer * B_SIZE + n0)
+            for k in range(0, BK, 8):  # eight k steps written out: LLVM keeps a loop this long rolled
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k)
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k + 1)
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k + 2)
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k + 3)
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k + 4)
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k + 5)
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k + 6)
+                k_step(a_flat, b_flat, acc, a_reg, b_reg, a_buf, b_buf, k + 7)
+            if more:
+                publish(a_flat, b_flat, a_next, b_next, 1 - buffer, flat)
+            cuda.syncthreads()
+        for m in range(TM):
+            for n in range(TN):
+                i = row0 + m0 + uint32((m // 4) * A_GAP + m % 4)
+                j = col0 + n0 + uint32((n // 4) * B_GAP + n % 4)
+                if i < M and j < N:
+                    C[z, i, j] = acc[m, n]
+
+    return gemm_v6
