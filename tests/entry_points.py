@@ -384,6 +384,14 @@ add("gpulib.gemm.kernels.check_tile", Entry(
                      ("a register cap of 300", dict(BM=16, BN=16, BK=4, TM=2, TN=2, REGISTERS=300)),
                      ("more shared memory than a block may hold", dict(BM=256, BN=256, BK=64, TM=16, TN=16))]},
     speaks={"tile": ("threads", "shared")}))
+add("gpulib.gemm.kernels.tiled_kernel", Entry(
+    lambda r: dict(version="v5", tile=dict(BM=16, BN=16, BK=4, TM=4, TN=4)),
+    lambda a: gemm_kernels.tiled_kernel(a["version"], a["tile"]), choices=("version",),
+    others={"tile": [("None", None), ("4096 threads a block", _TOO_BIG)]}, speaks={"tile": ("shape", "threads")}),
+    Entry(lambda r: dict(version="v4", tile=dict(BM=16, BN=16, BK=4, TM=2, TN=2)),
+          lambda a: gemm_kernels.tiled_kernel(a["version"], a["tile"]),
+          others={"tile": [("a register cap for version 4", dict(BM=16, BN=16, BK=4, TM=2, TN=2, REGISTERS=64))]},
+          speaks={"tile": ("shape", "REGISTERS")}))
 add("gpulib.gemm.kernels.block_threads", Entry(
     lambda r: dict(tile=dict(BM=16, BN=16, BK=4, TM=2, TN=2)), lambda a: gemm_kernels.block_threads(a["tile"]),
     others={"tile": [("None", None), ("zero TM", dict(BM=16, BN=16, BK=4, TM=0, TN=2))]}))

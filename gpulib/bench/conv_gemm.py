@@ -3,8 +3,9 @@ GPU or read from the results stored in benchmarks/results/conv_gemm.json.
 
 Three parts, each a list of rows:
 
-    gemm     C = A·B, 4096³ fp32: gemm v1 to v5 (several tile shapes for v3 to v5) and cuBLAS (CuPy,
-             TF32 off); for the default tiles of v3 to v5, registers and the SASS instruction mix
+    gemm     C = A·B, 4096³ fp32: gemm v1 to v6 (several tile shapes for v3 to v6), the auto-tuner's
+             pick (matmul(version="auto"), tuned before it is timed) and cuBLAS (CuPy, TF32 off);
+             for the default tiles of v3 to v6, registers and the SASS instruction mix
     layer    the 16.3 layer (N=32, C=64, 56x56, K=64, 3x3, padding 1): im2col alone, GEMM alone,
              im2col + GEMM, implicit GEMM (both variants), direct v2 and cuDNN fp32
     memory   bytes of X against bytes of X_col, measured as the drop in the device's free
@@ -31,6 +32,7 @@ from gpulib.conv.direct import conv2d_direct
 from gpulib.conv.im2col import conv2d_im2col, im2col
 from gpulib.conv.implicit_gemm import TILE, conv2d_implicit_gemm, conv2d_implicit_precomp_gemm, row_table
 from gpulib.env import cuda
+from gpulib.gemm import autotune as gemm_autotune
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.gemm import matmul
 from gpulib.results import is_part_of_call
@@ -50,6 +52,8 @@ V4_SHAPES = [gemm_kernels.V4, dict(BM=128, BN=256, BK=8, TM=8, TN=16), dict(BM=2
 V5_SHAPES = [gemm_kernels.V5, dict(BM=128, BN=128, BK=16, TM=8, TN=8), dict(BM=128, BN=64, BK=8, TM=8, TN=4),
              dict(BM=64, BN=128, BK=8, TM=4, TN=8), dict(BM=128, BN=256, BK=8, TM=8, TN=16),
              dict(BM=256, BN=128, BK=8, TM=16, TN=8), dict(BM=64, BN=64, BK=8, TM=4, TN=4)]
+# version 6 tile shapes: the auto-tuner's candidates on a GPU; the first is gemm.kernels.V6, the default
+V6_SHAPES = [tile for version, tile in gemm_autotune.GPU_CANDIDATES if version == "v6"]
 IMPLICIT_SHAPES = [TILE, dict(TILE, PREFETCH=False), dict(BM=64, BN=64, BK=8, TM=4, TN=4, **_P),
                    dict(BM=64, BN=64, BK=16, TM=4, TN=4, **_P), dict(BM=64, BN=128, BK=8, TM=4, TN=8, **_P),
                    dict(BM=64, BN=32, BK=8, TM=4, TN=2, **_P)]
@@ -59,12 +63,15 @@ BATCHES = (1, 2, 4, 8, 16, 32, 64)
 
 def _shape_name(t: dict) -> str:
     prefetch = ", prefetch" if t.get("PREFETCH", True) else ""
-    return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread{prefetch}"
+    cap = "" if "REGISTERS" not in t else f", registers {t['REGISTERS'] or 'uncapped'}"
+    return f"{t['BM']}x{t['BN']} tile, BK {t['BK']}, {t['TM']}x{t['TN']}/thread{prefetch}{cap}"
 
 
 def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shapes_v4=V4_SHAPES,
-                 shapes_v5=V5_SHAPES) -> list[dict]:
-    """The GEMM ladder on size³ fp32, each version checked against a float64 product (cuBLAS dgemm)."""
+                 shapes_v5=V5_SHAPES, shapes_v6=V6_SHAPES) -> list[dict]:
+    """The GEMM ladder on size³ fp32, each version checked against a float64 product (cuBLAS dgemm);
+    the auto-tuner's row runs what it picked for size³ (tuned first, untimed: its ranking is the
+    ``tuned`` part of the results)."""
     import cupy
 
     rng = np.random.default_rng(1)
@@ -79,6 +86,9 @@ def measure_gemm(size: int = GEMM_SIZE, repeat: int = 20, shapes=V3_SHAPES, shap
     runs += [(f"gpulib gemm v3 ({_shape_name(t)})", "v3", t) for t in shapes]
     runs += [(f"gpulib gemm v4 ({_shape_name(t)}, double-buffered)", "v4", t) for t in shapes_v4]
     runs += [(f"gpulib gemm v5 ({_shape_name(t)}, 128-bit shared loads)", "v5", t) for t in shapes_v5]
+    runs += [(f"gpulib gemm v6 ({_shape_name(t)}, warp tiling)", "v6", t) for t in shapes_v6]
+    pick = gemm_autotune.choose(size, size, size)
+    runs += [(f"gpulib gemm auto (picked {pick.label})", "auto", None)]
     runs += [("cuBLAS sgemm (CuPy, TF32 off)", "library", None)]
     rows = []
     for name, version, shape in runs:
@@ -171,7 +181,7 @@ def measure_memory(layer=LAYER, filters=FILTERS, batches=BATCHES) -> list[dict]:
 
 
 def kernel_report() -> list[dict]:
-    """For the default tiles of GEMM v3, v4 and v5 (compiled by the ladder's runs): registers,
+    """For the default tiles of GEMM v3 to v6 (compiled by the ladder's runs): registers,
     blocks per SM, and the instruction mix of the SASS (how many 32-bit and 128-bit shared
     loads against FFMAs), the profile behind the ladder's speeds."""
     from gpulib.gemm import api
@@ -179,7 +189,8 @@ def kernel_report() -> list[dict]:
     rows = []
     for version, factory, tile in (("v3", gemm_kernels.gemm_v3_kernel, gemm_kernels.V3),
                                    ("v4", gemm_kernels.gemm_v4_kernel, gemm_kernels.V4),
-                                   ("v5", gemm_kernels.gemm_v5_kernel, gemm_kernels.V5)):
+                                   ("v5", gemm_kernels.gemm_v5_kernel, gemm_kernels.V5),
+                                   ("v6", gemm_kernels.gemm_v6_kernel, gemm_kernels.V6)):
         kernel = factory(**tile)
         if not kernel.overloads:  # not compiled yet: one small product compiles it
             A = cuda.to_device(np.ones((8, 8), np.float32))
@@ -201,8 +212,10 @@ def _measure_one(part: str, repeat: int) -> dict:
     """One part's results, as ``measure`` stores it."""
     if part == "gemm":
         rows = measure_gemm(repeat=repeat)
+        tuned = [dict(label=r.label, version=r.version, tile=r.tile, status=r.status, ms=r.ms, rel_err=r.rel_err)
+                 for r in gemm_autotune.cached_ranking(GEMM_SIZE, GEMM_SIZE, GEMM_SIZE)]
         return dict(size=GEMM_SIZE, gflop=2 * GEMM_SIZE**3 / 1e9, library=rows[-1]["name"], rows=rows,
-                    kernels=kernel_report())
+                    tuned=tuned, kernels=kernel_report())
     if part == "layer":
         rows, ref_name = measure_layer(repeat=repeat)
         return dict(layer=LAYER, gflop=flop(LAYER) / 1e9, reference=ref_name, library=rows[-1]["name"], rows=rows)
@@ -242,6 +255,10 @@ def table(results: dict) -> str:
     lines = [f"{results['device']}, {results['date']}, {results['timing']}",
              f"GEMM {g['size']}^3 fp32 ({g['gflop']:.0f} GFLOP)"]
     lines += measuring.rows_table(g["rows"], "cuBLAS", width=64)
+    if g.get("tuned"):
+        lines.append("  auto-tuner at this size (tuned once, 10 runs each): "
+                     + "; ".join(f"{t['label']} {t['ms']:.3f} ms" if t["ms"] is not None else f"{t['label']} {t['status']}"
+                                 for t in g["tuned"]))
     for k in g.get("kernels", []):
         mix = ", ".join(f"{op} {n}" for op, n in k.get("sass", {}).items()) or k.get("sass_error", "")
         lines.append(f"  {k['version']} {k['tile']}: {k['registers']} registers, {k['blocks_per_sm']} blocks/SM; "

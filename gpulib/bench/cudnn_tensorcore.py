@@ -45,7 +45,7 @@ from gpulib.conv import autotune
 from gpulib.conv import tensorcore as tc_conv
 from gpulib.env import cuda
 from gpulib.gemm import tensorcore as tc_gemm
-from gpulib.gemm.kernels import block_threads
+from gpulib.gemm.kernels import TILE_KEYS, block_threads
 from gpulib.results import ratio_text
 from gpulib.tensorcore import wgmma
 from gpulib.timing import benchmark
@@ -238,7 +238,7 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
     plan = winograd.F4_PLANS[(tuple(X.shape), tuple(W.shape), L["padding"])]
     steps = {"filter transform": lambda: plan.filters(W_dev, plan.U),
              "input transform": lambda: plan.inputs(X_dev, plan.V, L["padding"], plan.tiles_y, plan.tiles_x),
-             "36 products (batched GEMM v5)": lambda: plan.products(plan.U, plan.V, plan.M),
+             f"36 products (batched GEMM {plan.products_tile[0]})": lambda: plan.products(plan.U, plan.V, plan.M),
              "output transform": lambda: plan.outputs(plan.M, b_dev, Y, plan.tiles_y, plan.tiles_x)}
     kernels = [dict(step=step, ms=benchmark(run, repeat=repeat, flush_l2=False).median_ms)
                for step, run in steps.items()]
@@ -247,8 +247,10 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
     precomp_ms = benchmark(lambda: implicit_gemm.conv2d_implicit_precomp_gemm(X_dev, W_dev, b_dev, L["padding"],
                                                                              L["stride"], out=Y), repeat=repeat).median_ms
     products = plan.products.kernel
-    threads = math.prod(block_threads(winograd.F4_PRODUCTS))
+    version, tile = plan.products_tile
+    threads = math.prod(block_threads({k: tile[k] for k in TILE_KEYS}))
     return dict(measuring.header(repeat), layer=L, rel_err=rel_err, event_ms=event_ms, wall_ms=wall_ms, kernels=kernels,
+                products_tile=dict(version=version, **tile),
                 cudnn=name, cudnn_ms=cudnn_ms, implicit_precomp_ms=precomp_ms,
                 products_resources=measuring.kernel_resources(products, threads), products_sass=measuring.sass_mix(products),
                 multiplications=winograd.f4_multiplications(X.shape, W.shape, L["padding"]),

@@ -5,10 +5,11 @@
 
 Non-fused: four kernels (filter transform, input transform, the products summed over channels
 as a batched GEMM, output transform) through a workspace; fused: one kernel per (n, k, tile).
-F(4x4) puts its 36 products on one batched GEMM v5 launch, its four launches bound per layer
-shape (gpulib.launch.BoundLaunch). Only 3x3 filters with stride 1 qualify, as in cuDNN; 16.5's
-notebook derives the transforms and their rounding. What must stay true: every form equals
-the float64 convolution to the tolerance its transforms allow.
+F(4x4) puts its 36 products on one batched GEMM launch (its tile chosen by 16.4's GEMM
+auto-tuner on a GPU), its four launches bound per layer shape (gpulib.launch.BoundLaunch).
+Only 3x3 filters with stride 1 qualify, as in cuDNN; 16.5's notebook derives the transforms and
+their rounding. What must stay true: every form equals the float64 convolution to the tolerance
+its transforms allow.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import numpy as np
 from numba import cuda, float32
 
 from gpulib.arrays import blocks, is_device_array, output, require, require_finite, require_int, require_real, to_device
-from gpulib.env import sized
+from gpulib.env import on_gpu
+from gpulib.gemm import autotune as gemm_autotune
 from gpulib.gemm import kernels as gemm_kernels
 from gpulib.launch import BoundLaunch
 from gpulib.shapes import bias_or_zeros, check_conv_inputs, filter_shape, layer_shapes, output_shape
@@ -355,7 +357,8 @@ def output_transform_f4_kernel(M, b, Y, tiles_y, tiles_x):
                     Y[n, k, y, x] = acc
 
 
-F4_PRODUCTS = dict(BM=64, BN=128, BK=8, TM=4, TN=8)  # GEMM v5's tile for the 36 products: K ≤ 64 rows
+F4_PRODUCTS = dict(BM=64, BN=128, BK=8, TM=4, TN=8)  # GEMM v5's tile for 36 products of K ≤ 64 rows, one of the
+# candidates of gpulib.gemm.autotune, which picks the products' tile on a GPU
 
 
 class F4Plan:
@@ -375,11 +378,17 @@ class F4Plan:
         self.U = cuda.device_array((36, K, C), np.float32)
         self.V = cuda.device_array((36, C, P), np.float32)
         self.M = cuda.device_array((36, K, P), np.float32)
-        tile = sized(gpu=F4_PRODUCTS, sim=gemm_kernels.V5_SIM)
+        if on_gpu():  # the 36 products' version and tile, measured for their shape once (16.4's tuner)
+            pick = gemm_autotune.choose(K, P, C, batch=36)
+            self.products_tile = (pick.version, pick.tile)
+        else:
+            self.products_tile = ("v5", gemm_kernels.V5_SIM)
+        version, tile = self.products_tile
         self.filters = BoundLaunch(filter_transform_f4_kernel, blocks(K * C, BLOCK), BLOCK)
         self.inputs = BoundLaunch(input_transform_f4_kernel, blocks(C * P, BLOCK), BLOCK)
-        self.products = BoundLaunch(gemm_kernels.gemm_v5_kernel(**tile),
-                                    (blocks(P, tile["BN"]), blocks(K, tile["BM"]), 36), gemm_kernels.block_threads(tile))
+        self.products = BoundLaunch(gemm_kernels.tiled_kernel(version, tile),
+                                    (blocks(P, tile["BN"]), blocks(K, tile["BM"]), 36),
+                                    gemm_kernels.block_threads({k: tile[k] for k in gemm_kernels.TILE_KEYS}))
         self.outputs = BoundLaunch(output_transform_f4_kernel, blocks(K * P, BLOCK), BLOCK)
 
     def run(self, X, W, bias, Y, padding: int):
@@ -404,8 +413,9 @@ F4_PLANS: dict = {}  # (X shape, W shape, padding) -> F4Plan: the workspace and 
 
 def conv2d_winograd_f4(X, W, b=None, padding: int = 0, stride: int = 1, *, out=None):
     """Y = conv(X, W) + b by Winograd F(4x4, 3x3), non-fused: filter and input transforms, the
-    36 products as one batched GEMM v5 launch, the output transform (cuDNN's WINOGRAD_NONFUSED
-    family). The workspace and the bound launches are kept per layer shape."""
+    36 products as one batched GEMM launch (the version and tile gpulib.gemm.autotune measures
+    fastest for them on a GPU, version 5 on the simulator), the output transform (cuDNN's
+    WINOGRAD_NONFUSED family). The workspace and the bound launches are kept per layer shape."""
     Y, _, K, _, _ = _checked(X, W, b, padding, stride, out, "F(4x4, 3x3)")
     key = (tuple(X.shape), tuple(W.shape), padding)
     plan = F4_PLANS.get(key)

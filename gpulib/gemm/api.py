@@ -89,16 +89,16 @@ def v3_shape(rows: int | None = None) -> dict:
     return sized(gpu=gpu, sim=kernels.V3_SIM)
 
 
-def _launch_tiled(factory, A, B, C, shape: dict) -> None:
-    """Launch a register-blocked version (3, 4 or 5) built by ``factory`` for the tile ``shape``:
-    (BN/TN) × (BM/TM) threads per block, one block per BM×BN tile of C (and per product of a
-    batch, when C is 3-D)."""
+def _launch_tiled(version: str, A, B, C, shape: dict) -> None:
+    """Launch a register-blocked version (3 to 6) for the tile ``shape``: (BN/TN) × (BM/TM)
+    threads per block, one block per BM×BN tile of C (and per product of a batch, when C is 3-D)."""
+    kernel = kernels.tiled_kernel(version, shape)
     threads = kernels.block_threads({k: shape[k] for k in kernels.TILE_KEYS})
     rows, cols = tuple(C.shape)[-2:]  # (the simulator's shapes refuse negative indices)
     grid = (blocks(cols, shape["BN"]), blocks(rows, shape["BM"]))
     if len(C.shape) == 3:  # a batch of products along blockIdx.z
         grid += (C.shape[0],)
-    factory(**shape)[grid, threads](A, B, C)
+    kernel[grid, threads](A, B, C)
 
 
 def launch_v3(A, B, C, shape: dict | None = None):
@@ -106,8 +106,7 @@ def launch_v3(A, B, C, shape: dict | None = None):
     ``v3_shape`` picks for C's rows."""
     check_operands(A, B, C)
     shape = kernels.check_tile(shape, "shape") if shape is not None else v3_shape(C.shape[0])
-    _no_cap(shape, "3")
-    _launch_tiled(kernels.gemm_v3_kernel, A, B, C, shape)
+    _launch_tiled("v3", A, B, C, shape)
 
 
 def launch_v4(A, B, C, shape: dict | None = None):
@@ -115,22 +114,7 @@ def launch_v4(A, B, C, shape: dict | None = None):
     16×16 on the simulator). Version 4 always prefetches, so a PREFETCH key is ignored."""
     check_operands(A, B, C)
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V4, sim=kernels.V4_SIM)
-    _no_cap(shape, "4")
-    _launch_tiled(kernels.gemm_v4_kernel, A, B, C, {k: shape[k] for k in kernels.TILE_KEYS})
-
-
-def _no_cap(shape: dict, version: str) -> None:
-    if "REGISTERS" in shape:
-        raise ValueError(f"shape['REGISTERS'] caps the registers of versions 5 and 6; version {version} takes no cap, "
-                         f"so shape must not have it (got {shape['REGISTERS']!r})")
-
-
-def _with_cap(shape: dict) -> dict:
-    """The factory arguments of version 5 or 6 for ``shape``: its tile and its REGISTERS cap."""
-    args = {k: shape[k] for k in kernels.TILE_KEYS}
-    if "REGISTERS" in shape:
-        args["max_registers"] = shape["REGISTERS"]
-    return args
+    _launch_tiled("v4", A, B, C, shape)
 
 
 def launch_v5(A, B, C, shape: dict | None = None):
@@ -141,7 +125,7 @@ def launch_v5(A, B, C, shape: dict | None = None):
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V5, sim=kernels.V5_SIM)
     if len(C.shape) == 2:
         A, B, C = batch_of_one(A), batch_of_one(B), batch_of_one(C)
-    _launch_tiled(kernels.gemm_v5_kernel, A, B, C, _with_cap(shape))
+    _launch_tiled("v5", A, B, C, shape)
 
 
 def launch_v6(A, B, C, shape: dict | None = None):
@@ -152,7 +136,7 @@ def launch_v6(A, B, C, shape: dict | None = None):
     shape = kernels.check_tile(shape, "shape") if shape is not None else sized(gpu=kernels.V6, sim=kernels.V6_SIM)
     if len(C.shape) == 2:
         A, B, C = batch_of_one(A), batch_of_one(B), batch_of_one(C)
-    _launch_tiled(kernels.gemm_v6_kernel, A, B, C, _with_cap(shape))
+    _launch_tiled("v6", A, B, C, shape)
 
 
 def matmul(A, B, *, version: str = "v3", out=None, trans_a: bool = False, trans_b: bool = False,

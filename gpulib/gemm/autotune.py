@@ -33,6 +33,7 @@ GPU_CANDIDATES = (
     ("v6", dict(BM=128, BN=256, BK=8, TM=8, TN=16, REGISTERS=0)),
     ("v6", dict(BM=256, BN=128, BK=8, TM=16, TN=8, REGISTERS=0)),
     ("v6", dict(BM=128, BN=128, BK=16, TM=8, TN=8, REGISTERS=0)),
+    ("v5", dict(BM=64, BN=128, BK=8, TM=4, TN=8)),  # Winograd F(4x4)'s products before the tuner
     ("v6", dict(BM=64, BN=128, BK=8, TM=4, TN=8)),
     ("v6", dict(BM=64, BN=64, BK=8, TM=4, TN=4)),
 )

@@ -566,3 +566,24 @@ def gemm_v6_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
                     C[z, i, j] = acc[m, n]
 
     return gemm_v6
+
+
+FACTORIES = {"v3": gemm_v3_kernel, "v4": gemm_v4_kernel, "v5": gemm_v5_kernel, "v6": gemm_v6_kernel}
+
+
+def tiled_kernel(version: str, tile: dict):
+    """The compiled-on-first-launch kernel of a register-blocked version ("v3" to "v6") for
+    ``tile``: version 3 takes its PREFETCH key, version 4 ignores it (it always prefetches),
+    versions 5 and 6 take REGISTERS as their cap; a cap for version 3 or 4 is refused."""
+    if version not in FACTORIES:
+        raise ValueError(f"version must be one of {tuple(FACTORIES)} (the register-blocked ones), not {version!r}")
+    check_tile(tile, "shape")
+    args = {k: tile[k] for k in TILE_KEYS}
+    if "REGISTERS" in tile:
+        if version in ("v3", "v4"):
+            raise ValueError(f"shape['REGISTERS'] caps the registers of versions 5 and 6; version {version[1]} takes "
+                             f"no cap, so shape must not have it (got {tile['REGISTERS']!r})")
+        args["max_registers"] = tile["REGISTERS"]
+    if version == "v3" and "PREFETCH" in tile:
+        args["PREFETCH"] = tile["PREFETCH"]
+    return FACTORIES[version](**args)
