@@ -44,3 +44,45 @@ def test_blocks_by_shared_memory_counts_the_reserved_kilobyte():
     assert measuring.blocks_by_shared_memory(99328) == 2  # 97 KiB + 1 KiB twice in 228 KiB
     assert measuring.blocks_by_shared_memory(132096) == 1
     assert measuring.blocks_by_shared_memory(0) == 228
+
+
+def _scoreboard_row(value, met, **extra):
+    return dict(ours="ours", ours_ms=1.0, library="lib", library_ms=value, value=value, met=met, **extra)
+
+
+def test_the_scoreboard_says_which_targets_are_met():
+    from gpulib.bench import scoreboard
+
+    assert scoreboard._met("step", 1.0) and not scoreboard._met("step", 1.01)  # a time: at most PyTorch's
+    assert scoreboard._met("conv", 1.0) and not scoreboard._met("conv", 0.99)  # a speed: at least cuDNN's
+    assert scoreboard._met("gemm", 0.8) and not scoreboard._met("gemm", 0.79) and not scoreboard._met("gemm", None)
+    results = dict(device="GPU", date="today",
+                   step=_scoreboard_row(1.2, False, torch_compile=dict(ms=None, note="did not compile here: no C compiler"),
+                                        forms_ms={"graph": 1.2}),
+                   conv=_scoreboard_row(1.1, True, ranking=[dict(name="winograd_f4", status="ok", ms=1.0)]))
+    text = scoreboard.table(results).splitlines()
+    assert [line.split()[0] for line in text[2:] if not line.startswith("        ")] == ["step", "conv", "gemm"]
+    assert text[2].split()[6:9] == ["<=", "1.0", "no"] and text[5].split()[6:9] == [">=", "1.0", "yes"]
+    assert "did not compile here" in text[3] and "(not measured)" in text[-1]
+
+
+@pytest.mark.skipif(gpulib.on_gpu(), reason="on a GPU measure() runs")
+def test_the_scoreboard_refuses_the_simulator():
+    from gpulib.bench import scoreboard
+
+    with pytest.raises(RuntimeError, match="timing needs a GPU"):
+        scoreboard.measure()
+    with pytest.raises(ValueError, match="unknown part 'speed'"):
+        scoreboard.measure_part("speed")
+
+
+def test_the_step_row_takes_the_fastest_form_and_its_rounds():
+    from gpulib.bench import scoreboard
+
+    forms = dict(replayed=2.0, graph=1.9, staged_replayed=1.6, staged_graph=1.5, fused_replayed=1.45, fused_graph=None)
+    rounds = [dict(torch=t, **{k: v or 9.0 for k, v in forms.items()}) for t in (1.5, 1.4, 1.6)]
+    r = dict(torch_ms=1.5, rounds=rounds, **{f"{k}_ms": v for k, v in forms.items()})
+    row = scoreboard.step_row(r, dict(ms=None, note="no"))
+    assert row["ours"] == "fused_replayed" and "fused_graph" not in row["forms_ms"]  # a graph that was not built
+    assert row["value"] == pytest.approx(1.45 / 1.5) and row["met"]
+    assert row["round_values"] == [pytest.approx(1.45 / t) for t in (1.5, 1.4, 1.6)]
