@@ -126,6 +126,20 @@ def speed_grading() -> str:
             f"{', full points' if full else ''}; the slowest correct ones: " + "; ".join(slowest))
 
 
+def scoreboard() -> str:
+    if not (ROOT / "benchmarks" / "results" / "scoreboard.json").exists():
+        return "not measured yet"
+    R = load("scoreboard")
+    parts = []
+    for part, what in (("step", "the step at batch 256"), ("conv", "the 16.3 layer"), ("gemm", "SGEMM 4096³")):
+        r = R[part]
+        unit = "x PyTorch's time" if part == "step" else f"x {r['library'].split(' (')[0]}'s speed"
+        measured = when(r["measured"], R if "device" in R else None) if "measured" in r else ""
+        parts.append(f"{what}{f' ({measured})' if measured else ''}: {r['ours']} {r['ours_ms']:.3f} ms = "
+                     f"{r['value']:.2f}{unit}{'' if r['met'] else ' (target not met)'}")
+    return (f"{when(R)}: " if "device" in R else "") + "; ".join(parts)
+
+
 ROWS = [
     ("16.3 direct conv vs cuDNN (N=32, C=64, 56x56, K=64, 3x3, pad 1, fp32)",
      "`python benchmarks/conv_direct.py --save`", "conv_direct", direct),
@@ -136,6 +150,9 @@ ROWS = [
      "`cudnn_engines`, `winograd_f4`, `wgmma` or `persistent`)", "cudnn_tensorcore", tensor_cores),
     ("16.6 the model trained and profiled, GPU limits, memory estimate, PyTorch playbook, im2col, CUDA C",
      "`python benchmarks/book_model.py --save` (one part: `--part pytorch`, `softmax`, ...)", "book_model", book_model),
+    ("16.4-16.6 the book's fastest step, fp32 convolution and SGEMM against PyTorch eager, cuDNN and cuBLAS, "
+     "in one run", "`python benchmarks/scoreboard.py --save` (one part: `--part step`, `conv` or `gemm`)", "scoreboard",
+     scoreboard),
     ("speed-graded exercises: the clean room's points for the instructor's solutions and slower correct ones",
      "`python benchmarks/speed_grading.py --save`", "speed_grading", speed_grading),
 ]
