@@ -441,6 +441,14 @@ VARIANTS = {"staged": dict(reduction="staged", input_grad="flipped"),
             "fused": dict(reduction="staged", input_grad="flipped", fused=True)}
 
 
+def torch_book_loss(F, X, y, W1, b1, W2, b2, Wf, bf):
+    """BookCNN's loss in PyTorch (``F``: torch.nn.functional): conv, ReLU, conv, ReLU, 2x2 max
+    pooling, the dense layer and the mean cross-entropy."""
+    a1 = F.relu(F.conv2d(X, W1, b1, padding=1))
+    a2 = F.relu(F.conv2d(a1, W2, b2, padding=1))
+    return F.cross_entropy(F.linear(F.max_pool2d(a2, 2).flatten(1), Wf, bf), y)
+
+
 def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05, rounds: int = 3) -> dict:
     """One training step of the book's model (BookCNN, convolutions on the auto-tuner's picks)
     against the same model in PyTorch eager mode (cuDNN with cudnn.benchmark, fp32, TF32 off),
@@ -458,10 +466,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     Xt, yt = torch.tensor(X, device=gpu), torch.tensor(y, device=gpu, dtype=torch.long)
 
     def torch_loss():
-        W1, b1, W2, b2, Wf, bf = params
-        a1 = F.relu(F.conv2d(Xt, W1, b1, padding=1))
-        a2 = F.relu(F.conv2d(a1, W2, b2, padding=1))
-        return F.cross_entropy(F.linear(F.max_pool2d(a2, 2).flatten(1), Wf, bf), yt)
+        return torch_book_loss(F, Xt, yt, *params)
 
     loss, grads = model.loss_and_grads(X_dev, y_dev)
     t_loss = torch_loss()
@@ -577,6 +582,36 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         torch=torch.__version__,
         algorithms=[p for p in model.algorithms],
     )
+
+
+def measure_torch_compile(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05) -> dict:
+    """measure_pytorch's PyTorch step with its loss compiled by torch.compile, where it compiles on
+    this machine (Inductor needs Triton and a C compiler): its median wall time, or why not."""
+    try:
+        torch, F = measuring.torch_fp32_cudnn()
+        model = BookCNN(channels=CHANNELS)
+        X, y = _images(batch)
+        gpu = torch.device("cuda")
+        params = [torch.tensor(p, device=gpu, requires_grad=True) for p in model.host_params()]
+        Xt, yt = torch.tensor(X, device=gpu), torch.tensor(y, device=gpu, dtype=torch.long)
+
+        compiled = torch.compile(lambda *args: torch_book_loss(F, *args))
+
+        def step():
+            for p in params:
+                p.grad = None
+            loss = compiled(Xt, yt, *params)
+            loss.backward()
+            with torch.no_grad():
+                for p in params:
+                    p -= lr * p.grad
+            return loss.item()
+
+        step()  # compiles
+        ms = median_wall_ms(step, repeat, warmup=3, synchronize=torch.cuda.synchronize)
+        return dict(ms=ms, note="")
+    except Exception as err:  # noqa: BLE001  (any failure to compile is the row's result)
+        return dict(ms=None, note=f"did not compile here: {type(err).__name__}: {str(err).splitlines()[0][:200]}")
 
 
 PARTS = ("training", "breakdown", "limits", "memory", "playbook", "im2col", "cuda_c", "softmax")

@@ -47,7 +47,7 @@ def _met(part: str, value: float | None) -> bool:
 def measure_step(repeat: int = 20) -> dict:
     """16.6's step at batch 256 against PyTorch eager (gpulib.bench.book_model.measure_pytorch)."""
     return step_row(book_model.measure_pytorch(batch=book_model.PYTORCH_BATCH, repeat=repeat),
-                    _torch_compile_step(repeat))
+                    book_model.measure_torch_compile(book_model.PYTORCH_BATCH, repeat))
 
 
 def step_row(r: dict, compiled: dict) -> dict:
@@ -59,43 +59,6 @@ def step_row(r: dict, compiled: dict) -> dict:
     value = float(np.median(round_ratios))
     return dict(ours=best, ours_ms=forms[best], library="PyTorch eager", library_ms=r["torch_ms"], value=value,
                 round_values=round_ratios, met=_met("step", value), forms_ms=forms, torch_compile=compiled, pytorch=r)
-
-
-def _torch_compile_step(repeat: int) -> dict:
-    """The same step as torch.compile makes it, where it compiles on this machine (it needs Triton
-    and a C compiler); otherwise why not."""
-    try:
-        torch, F = measuring.torch_fp32_cudnn()
-        from gpulib.cnn.book_model import BookCNN
-
-        model = BookCNN(channels=book_model.CHANNELS)
-        X, y = book_model._images(book_model.PYTORCH_BATCH)
-        gpu = torch.device("cuda")
-        params = [torch.tensor(p, device=gpu, requires_grad=True) for p in model.host_params()]
-        Xt, yt = torch.tensor(X, device=gpu), torch.tensor(y, device=gpu, dtype=torch.long)
-
-        def loss_fn(Xt, yt, W1, b1, W2, b2, Wf, bf):
-            a1 = F.relu(F.conv2d(Xt, W1, b1, padding=1))
-            a2 = F.relu(F.conv2d(a1, W2, b2, padding=1))
-            return F.cross_entropy(F.linear(F.max_pool2d(a2, 2).flatten(1), Wf, bf), yt)
-
-        compiled = torch.compile(loss_fn)
-
-        def step():
-            for p in params:
-                p.grad = None
-            loss = compiled(Xt, yt, *params)
-            loss.backward()
-            with torch.no_grad():
-                for p in params:
-                    p -= 0.05 * p.grad
-            return loss.item()
-
-        step()  # compiles
-        ms = book_model.median_wall_ms(step, repeat, warmup=3, synchronize=torch.cuda.synchronize)
-        return dict(ms=ms, note="")
-    except Exception as err:  # noqa: BLE001  (any failure to compile is the row's result)
-        return dict(ms=None, note=f"did not compile here: {type(err).__name__}: {str(err).splitlines()[0][:200]}")
 
 
 def measure_conv(repeat: int = 10) -> dict:
