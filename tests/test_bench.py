@@ -86,3 +86,16 @@ def test_the_step_row_takes_the_fastest_form_and_its_rounds():
     assert row["ours"] == "fused_replayed" and "fused_graph" not in row["forms_ms"]  # a graph that was not built
     assert row["value"] == pytest.approx(1.45 / 1.5) and row["met"]
     assert row["round_values"] == [pytest.approx(1.45 / t) for t in (1.5, 1.4, 1.6)]
+
+
+def test_the_step_figure_shows_torch_compile_or_says_why_not():
+    from gpulib.figures.playbook import plot_step_against_pytorch
+
+    pt = dict(gpulib_ms=6.0, replayed_ms=2.4, graph_ms=2.3, torch_ms=1.5, gpu_ms=1.6, batch=256,
+              measured=dict(device="NVIDIA H200"), torch_compile=dict(ms=1.2, note=""))
+    labels = [t.get_text() for t in plot_step_against_pytorch(pt).axes[0].get_yticklabels()]
+    assert labels[:2] == ["PyTorch torch.compile", "PyTorch eager"]  # the last rows, drawn at the bottom
+    pt["torch_compile"] = dict(ms=None, note="did not compile here: no C compiler")
+    ax = plot_step_against_pytorch(pt).axes[0]
+    assert "PyTorch torch.compile" not in [t.get_text() for t in ax.get_yticklabels()]
+    assert "did not compile here" in ax.get_title()

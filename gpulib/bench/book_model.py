@@ -554,6 +554,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         for _ in range(rounds)
     ]
     ms = {name: float(np.median([t[name] for t in timed])) for name in runs}
+    compiled = measure_torch_compile(batch, repeat, lr)  # (after the rounds: its compiler's threads stay out of them)
     return dict(
         batch=batch,
         channels=CHANNELS,
@@ -580,13 +581,14 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         grad_rel_err=grad_errors,
         loss_diff=loss_diff,
         torch=torch.__version__,
+        torch_compile=compiled,
         algorithms=[p for p in model.algorithms],
     )
 
 
 def measure_torch_compile(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05) -> dict:
     """measure_pytorch's PyTorch step with its loss compiled by torch.compile, where it compiles on
-    this machine (Inductor needs Triton and a C compiler): its median wall time, or why not."""
+    this machine (TorchInductor builds its GPU kernels with Triton): its median wall time, or why not."""
     try:
         torch, F = measuring.torch_fp32_cudnn()
         model = BookCNN(channels=CHANNELS)

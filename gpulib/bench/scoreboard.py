@@ -46,8 +46,8 @@ def _met(part: str, value: float | None) -> bool:
 
 def measure_step(repeat: int = 20) -> dict:
     """16.6's step at batch 256 against PyTorch eager (gpulib.bench.book_model.measure_pytorch)."""
-    return step_row(book_model.measure_pytorch(batch=book_model.PYTORCH_BATCH, repeat=repeat),
-                    book_model.measure_torch_compile(book_model.PYTORCH_BATCH, repeat))
+    r = book_model.measure_pytorch(batch=book_model.PYTORCH_BATCH, repeat=repeat)
+    return step_row(r, r["torch_compile"])
 
 
 def step_row(r: dict, compiled: dict) -> dict:

@@ -118,8 +118,9 @@ def plot_channels(rows: list[dict]):
 
 
 def plot_step_against_pytorch(pt: dict):
-    """One bar per way of running the same training step (wall ms, median), PyTorch last, each
-    labelled with its multiple of PyTorch's time; the step's summed kernel time as a line."""
+    """One bar per way of running the same training step (wall ms, median), PyTorch eager and
+    torch.compile (where it compiled; else the title says why) last, each labelled with its
+    multiple of PyTorch eager's time; the step's summed kernel time as a line."""
     import matplotlib.pyplot as plt
 
     rows = [("gpulib, 매번 실행", pt["gpulib_ms"])]
@@ -130,6 +131,9 @@ def plot_step_against_pytorch(pt: dict):
             rows += [(f"gpulib, {label}, 재생", pt[f"{name}_replayed_ms"]),
                      (f"gpulib, {label}, CUDA 그래프", pt[f"{name}_graph_ms"])]
     rows.append(("PyTorch eager", pt["torch_ms"]))
+    compiled = pt.get("torch_compile") or {}
+    if compiled.get("ms"):
+        rows.append(("PyTorch torch.compile", compiled["ms"]))
     fig, ax = plt.subplots(figsize=(7.5, 0.6 + 0.55 * len(rows)))
     names, ms = [r[0] for r in rows][::-1], [r[1] for r in rows][::-1]
     colours = ["tab:green" if n.startswith("PyTorch") else "tab:blue" for n in names]
@@ -141,5 +145,7 @@ def plot_step_against_pytorch(pt: dict):
         ax.legend(loc="lower right", fontsize=8)
     ax.set_xlim(0, max(ms) * 1.35)
     ax.set_xlabel(f"학습 스텝 하나의 벽시계 시간 (ms, 배치 {pt['batch']}, {pt['measured']['device']})")
+    if compiled.get("note"):  # torch.compile did not run on the measuring machine: say why
+        ax.set_title(f"torch.compile: {compiled['note'][:90]}", fontsize=8)
     fig.tight_layout()
     return fig
