@@ -1,7 +1,7 @@
 """16.4: an auto-tuner for the GEMM's tile, as 16.5's chooses a convolution's algorithm.
 
-No one tile is fastest for every product: a 128×256 block tile keeps the FMA units of an SM
-busiest on a large square product, and leaves most SMs idle on a product of 64 rows. So for
+No one tile is fastest for every product: a large block tile uses each value it loads more
+often, and on a product of 64 rows it leaves half its threads, and most SMs, idle. So for
 one product shape (batch, M, N, K and whether A or B is a transposed view) ``find_tiles`` runs
 every candidate, a GEMM version with one tile, on fresh random operands of that shape, checks
 each against the float64 product (a candidate that fails is never chosen), times the ones that
@@ -23,8 +23,9 @@ from gpulib.env import BACKEND, on_gpu, sized
 from gpulib.gemm import api, kernels
 from gpulib.timing import benchmark
 
-# on a GPU: version 5's default first (a tie keeps it), then version 6 with the tiles that
-# were fastest at 4096³ and two for products of few rows, such as a convolution's K ≤ 64.
+# on a GPU: version 5's default first (a tie keeps it), then version 6 with the tiles that led at
+# 4096³ in a first H100 run (before version 6 wrote its k steps out), and tiles for products of
+# few rows, such as a convolution's K ≤ 64.
 # REGISTERS=0 lifts the cap of 128 registers a thread that fitting two blocks an SM needs: ptxas
 # (CUDA 13, sm_90) spills 60 bytes a thread of version 6's 128×128 tile at that cap and none
 # without it (one block an SM then); the 128×256 tiles hold one block an SM anyway (238 registers)

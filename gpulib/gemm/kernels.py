@@ -446,11 +446,15 @@ def gemm_v6_kernel(BM: int = 128, BN: int = 128, BK: int = 8, TM: int = 8, TN: i
     columns apart inside the warp's patch.
 
     Why: in version 5 a warp is two rows of 16 threads, so its 128-bit loads of the B tile cover
-    16 runs of four floats, 256 bytes, two shared-memory wavefronts each; here a warp reads 8
-    runs of B (128 bytes, one wavefront) and 4 runs of A (a broadcast), and the tile's rows that
-    one warp touches stay in a smaller patch. The global loads, the two shared buffers and the
-    barrier per BK step are version 5's. Launch with (BN // TN) × (BM // TM) threads per block,
-    one or more whole warps, WM dividing BM and WN dividing BN. A, B, C are batches as in v5.
+    16 distinct runs of four floats (256 bytes) a k step; here a warp reads 8 runs of B (128
+    bytes) and 4 of A, lanes that read the same run sharing it (a broadcast), and the rows and
+    columns one warp touches stay in a 32x64 patch. Whether that saves shared-memory wavefronts
+    on Hopper is for a profiler to say (Nsight Compute's shared wavefront counts); 16.4's
+    benchmark measures the speed. The eight k steps of a BK tile are written out (CUTLASS's
+    GEMM unrolls its warp-level k loop the same way): LLVM kept version 5's k loop rolled. The
+    global loads, the two shared buffers and the barrier per BK step are version 5's. Launch
+    with (BN // TN) × (BM // TM) threads per block, one or more whole warps, WM dividing BM and WN
+    dividing BN. A, B, C are batches as in v5.
     """
     if TM % 4 or TN % 4:
         raise ValueError(f"version 6 reads runs of 4 values: TM and TN must be multiples of 4, not TM={TM}, TN={TN}")
