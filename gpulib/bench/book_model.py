@@ -486,15 +486,7 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     grad_errors = errors_vs_torch(grads, "grad")
     loss_diff = abs(loss - float(t_loss))
 
-    def torch_step():
-        for p in params:
-            p.grad = None
-        step_loss = torch_loss()
-        step_loss.backward()
-        with torch.no_grad():
-            for p in params:
-                p -= lr * p.grad
-        return step_loss.item()
+    torch_step = _torch_sgd_step(torch, params, torch_loss, lr)
 
     def gpulib_step():
         step_loss, step_grads = model.loss_and_grads(X_dev, y_dev)
@@ -554,7 +546,8 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
         for _ in range(rounds)
     ]
     ms = {name: float(np.median([t[name] for t in timed])) for name in runs}
-    compiled = measure_torch_compile(batch, repeat, lr)  # (after the rounds: its compiler's threads stay out of them)
+    # torch.compile's step after the rounds, so that its compiler's threads stay out of them
+    compiled = _torch_compile_step(torch, F, params, Xt, yt, lr, repeat)
     return dict(
         batch=batch,
         channels=CHANNELS,
@@ -586,32 +579,29 @@ def measure_pytorch(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.
     )
 
 
-def measure_torch_compile(batch: int = PYTORCH_BATCH, repeat: int = 20, lr: float = 0.05) -> dict:
+def _torch_sgd_step(torch, params, loss, lr: float):
+    """PyTorch's training step as the book's loop takes it: gradients cleared, ``loss()``, its
+    backward pass, the SGD update, and the loss read on the host."""
+    def step():
+        for p in params:
+            p.grad = None
+        step_loss = loss()
+        step_loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p -= lr * p.grad
+        return step_loss.item()
+    return step
+
+
+def _torch_compile_step(torch, F, params, Xt, yt, lr: float, repeat: int) -> dict:
     """measure_pytorch's PyTorch step with its loss compiled by torch.compile, where it compiles on
     this machine (TorchInductor builds its GPU kernels with Triton): its median wall time, or why not."""
     try:
-        torch, F = measuring.torch_fp32_cudnn()
-        model = BookCNN(channels=CHANNELS)
-        X, y = _images(batch)
-        gpu = torch.device("cuda")
-        params = [torch.tensor(p, device=gpu, requires_grad=True) for p in model.host_params()]
-        Xt, yt = torch.tensor(X, device=gpu), torch.tensor(y, device=gpu, dtype=torch.long)
-
         compiled = torch.compile(lambda *args: torch_book_loss(F, *args))
-
-        def step():
-            for p in params:
-                p.grad = None
-            loss = compiled(Xt, yt, *params)
-            loss.backward()
-            with torch.no_grad():
-                for p in params:
-                    p -= lr * p.grad
-            return loss.item()
-
+        step = _torch_sgd_step(torch, params, lambda: compiled(Xt, yt, *params), lr)
         step()  # compiles
-        ms = median_wall_ms(step, repeat, warmup=3, synchronize=torch.cuda.synchronize)
-        return dict(ms=ms, note="")
+        return dict(ms=median_wall_ms(step, repeat, warmup=3, synchronize=torch.cuda.synchronize), note="")
     except Exception as err:  # noqa: BLE001  (any failure to compile is the row's result)
         return dict(ms=None, note=f"did not compile here: {type(err).__name__}: {str(err).splitlines()[0][:200]}")
 

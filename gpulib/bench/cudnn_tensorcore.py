@@ -45,7 +45,7 @@ from gpulib.conv import autotune
 from gpulib.conv import tensorcore as tc_conv
 from gpulib.env import cuda
 from gpulib.gemm import tensorcore as tc_gemm
-from gpulib.gemm.kernels import TILE_KEYS, block_threads
+from gpulib.gemm.kernels import block_threads
 from gpulib.results import ratio_text
 from gpulib.tensorcore import wgmma
 from gpulib.timing import benchmark
@@ -248,7 +248,7 @@ def measure_winograd_f4(repeat: int = 20) -> dict:
                                                                              L["stride"], out=Y), repeat=repeat).median_ms
     products = plan.products.kernel
     version, tile = plan.products_tile
-    threads = math.prod(block_threads({k: tile[k] for k in TILE_KEYS}))
+    threads = math.prod(block_threads(tile))
     return dict(measuring.header(repeat), layer=L, rel_err=rel_err, event_ms=event_ms, wall_ms=wall_ms, kernels=kernels,
                 products_tile=dict(version=version, **tile),
                 cudnn=name, cudnn_ms=cudnn_ms, implicit_precomp_ms=precomp_ms,

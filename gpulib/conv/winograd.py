@@ -388,7 +388,7 @@ class F4Plan:
         self.inputs = BoundLaunch(input_transform_f4_kernel, blocks(C * P, BLOCK), BLOCK)
         self.products = BoundLaunch(gemm_kernels.tiled_kernel(version, tile),
                                     (blocks(P, tile["BN"]), blocks(K, tile["BM"]), 36),
-                                    gemm_kernels.block_threads({k: tile[k] for k in gemm_kernels.TILE_KEYS}))
+                                    gemm_kernels.block_threads(tile))
         self.outputs = BoundLaunch(output_transform_f4_kernel, blocks(K * P, BLOCK), BLOCK)
 
     def run(self, X, W, bias, Y, padding: int):

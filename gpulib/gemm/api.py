@@ -93,7 +93,7 @@ def _launch_tiled(version: str, A, B, C, shape: dict) -> None:
     """Launch a register-blocked version (3 to 6) for the tile ``shape``: (BN/TN) × (BM/TM)
     threads per block, one block per BM×BN tile of C (and per product of a batch, when C is 3-D)."""
     kernel = kernels.tiled_kernel(version, shape)
-    threads = kernels.block_threads({k: shape[k] for k in kernels.TILE_KEYS})
+    threads = kernels.block_threads(shape)
     rows, cols = tuple(C.shape)[-2:]  # (the simulator's shapes refuse negative indices)
     grid = (blocks(cols, shape["BN"]), blocks(rows, shape["BM"]))
     if len(C.shape) == 3:  # a batch of products along blockIdx.z
